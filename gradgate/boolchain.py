@@ -1,0 +1,110 @@
+"""Boolean ``and`` chains: list their conjuncts, and remove one without touching the rest.
+
+LibCST stores ``a and b and c`` as a left-leaning tree of binary
+:class:`~libcst.BooleanOperation` nodes, each operator carrying the whitespace (and any
+comments) on both sides of its ``and``. Removing an operand means dropping it together
+with one adjoining ``and`` and that operator's whitespace; every other byte, the
+parentheses, line breaks and comments included, stays where it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+
+def is_and(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And)
+
+
+def conjuncts(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The operands of an ``and`` chain, flattening nested and parenthesised ``and``s."""
+    if is_and(node):
+        assert isinstance(node, cst.BooleanOperation)
+        yield from conjuncts(node.left)
+        yield from conjuncts(node.right)
+    else:
+        yield node
+
+
+def _has_comment(node: cst.CSTNode) -> bool:
+    finder = _CommentFinder()
+    node.visit(finder)
+    return finder.found
+
+
+class _CommentFinder(cst.CSTVisitor):
+    found = False
+
+    def visit_Comment(self, node: cst.Comment) -> bool:
+        self.found = True
+        return False
+
+
+def _rewrap(inner: cst.BaseExpression, outer: cst.BaseExpression) -> cst.BaseExpression:
+    """``inner`` taking the place of ``outer``: it keeps outer's parentheses too."""
+    if not outer.lpar:
+        return inner
+    return inner.with_changes(
+        lpar=[*outer.lpar, *inner.lpar], rpar=[*inner.rpar, *outer.rpar]
+    )
+
+
+@dataclass(frozen=True)
+class Removal:
+    """Replace ``original`` (a node of the chain) by ``replacement``."""
+
+    original: cst.BooleanOperation
+    replacement: cst.BaseExpression
+
+
+def _parents(root: cst.BaseExpression) -> dict[cst.CSTNode, cst.BooleanOperation]:
+    parents: dict[cst.CSTNode, cst.BooleanOperation] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if is_and(node):
+            assert isinstance(node, cst.BooleanOperation)
+            parents[node.left] = node
+            parents[node.right] = node
+            stack.extend((node.left, node.right))
+    return parents
+
+
+def remove_conjunct(chain: cst.BaseExpression, operand: cst.BaseExpression) -> Removal | None:
+    """Remove ``operand`` and one adjoining ``and`` from the chain rooted at ``chain``.
+
+    Prefers the ``and`` before the operand (``a and g and c`` -> ``a and c`` keeps the
+    whitespace of the second ``and``); falls back to the one after it when the first
+    choice would drop a comment. Returns None when every choice would drop a comment
+    (or the operand itself holds one): the caller then reports without a fix.
+    """
+    parents = _parents(chain)
+    parent = parents.get(operand)
+    if parent is None or _has_comment(operand):
+        return None
+    candidates: list[tuple[cst.CSTNode, Removal]] = []
+    if parent.right is operand:
+        # drop "<ws> and <ws> operand": the parent becomes its left side
+        candidates.append((parent.operator, Removal(parent, _rewrap(parent.left, parent))))
+        grandparent = parents.get(parent)
+        if grandparent is not None and grandparent.left is parent and not parent.lpar:
+            # drop "operand <ws> and <ws>" of the next operator instead
+            candidates.append(
+                (
+                    grandparent.operator,
+                    Removal(
+                        grandparent,
+                        grandparent.with_changes(left=parent.left, operator=parent.operator),
+                    ),
+                )
+            )
+    else:
+        # first operand: drop "operand <ws> and <ws>": the parent becomes its right side
+        candidates.append((parent.operator, Removal(parent, _rewrap(parent.right, parent))))
+    for dropped_operator, removal in candidates:
+        if not _has_comment(dropped_operator):
+            return removal
+    return None

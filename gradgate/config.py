@@ -1,0 +1,94 @@
+"""Lint configuration: which rules run, and what counts as grad mode and as a forward flag.
+
+A :class:`Config` is immutable and hashable in spirit: :meth:`Config.fingerprint` gives a
+stable digest used by the cache, and :meth:`Config.prefilter_tokens` gives the byte strings
+of which at least one must occur in a file for any rule to report anything in it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
+
+#: Functions whose call returns the grad mode (True while autograd records).
+DEFAULT_GRAD_FUNCTIONS: tuple[str, ...] = (
+    "torch.is_grad_enabled",
+    "torch._C.is_grad_enabled",
+    "torch.autograd.grad_mode.is_grad_enabled",
+)
+#: Functions whose call returns the *inverse* of the grad mode (True means no autograd).
+DEFAULT_INFERENCE_FUNCTIONS: tuple[str, ...] = (
+    "torch.is_inference_mode_enabled",
+    "torch._C.is_inference_mode_enabled",
+)
+#: Variable, parameter and attribute names that carry the grad mode (TE passes
+#: ``is_grad_enabled`` down inside a tuple of non-tensor args).
+DEFAULT_GRAD_NAMES: tuple[str, ...] = ("is_grad_enabled", "grad_enabled", "grad_mode_enabled")
+#: A flag whose name matches one of these (``re.search``) selects a communication path.
+DEFAULT_COMM_FLAG_PATTERNS: tuple[str, ...] = (
+    r"overlap",
+    r"^ub_",
+    r"all_?gather",
+    r"reduce_?scatter",
+    r"(^|_)(ag|rs)(_|$)",
+    r"(^|_)comm(_|$)",
+)
+#: ... unless it also matches one of these: it then belongs to the backward pass.
+DEFAULT_BACKWARD_FLAG_PATTERNS: tuple[str, ...] = (
+    r"dgrad",
+    r"wgrad",
+    r"^ub_bulk",
+    r"(^|_)bwd(_|$)",
+    r"backward",
+)
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid (unknown rule code, bad pattern, ...)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    grad_functions: tuple[str, ...] = DEFAULT_GRAD_FUNCTIONS
+    inference_functions: tuple[str, ...] = DEFAULT_INFERENCE_FUNCTIONS
+    grad_names: tuple[str, ...] = DEFAULT_GRAD_NAMES
+    comm_flag_patterns: tuple[str, ...] = DEFAULT_COMM_FLAG_PATTERNS
+    backward_flag_patterns: tuple[str, ...] = DEFAULT_BACKWARD_FLAG_PATTERNS
+    exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        for pattern in (*self.comm_flag_patterns, *self.backward_flag_patterns):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+    def with_changes(self, **changes: object) -> "Config":
+        return replace(self, **changes)
+
+    @cached_property
+    def comm_flag_re(self) -> re.Pattern[str]:
+        return re.compile("|".join(f"(?:{p})" for p in self.comm_flag_patterns) or r"(?!)")
+
+    @cached_property
+    def backward_flag_re(self) -> re.Pattern[str]:
+        return re.compile("|".join(f"(?:{p})" for p in self.backward_flag_patterns) or r"(?!)")
+
+    def is_forward_comm_flag(self, name: str) -> bool:
+        return bool(self.comm_flag_re.search(name)) and not self.backward_flag_re.search(name)
+
+    def prefilter_tokens(self) -> tuple[bytes, ...]:
+        """Byte strings of which a file must hold one to contain any grad-mode source."""
+        names = {q.rsplit(".", 1)[-1] for q in (*self.grad_functions, *self.inference_functions)}
+        names.update(self.grad_names)
+        return tuple(sorted(n.encode() for n in names))
+
+    def fingerprint(self) -> str:
+        data = json.dumps(asdict(self), sort_keys=True, default=list)
+        return hashlib.sha256(data.encode()).hexdigest()[:16]

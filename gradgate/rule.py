@@ -1,0 +1,161 @@
+"""The rule API: a rule is a LibCST visitor that reports findings with optional fixes.
+
+A rule lives in its own module of :mod:`gradgate.rules` and is one subclass of
+:class:`Rule` carrying its ``CODE``, ``NAME``, ``MESSAGE``, its documentation (the class
+docstring, with the sections listed in :data:`DOC_SECTIONS`) and its own ``VALID`` and
+``INVALID`` examples, which the test-suite runs. Rules are found by :func:`all_rules`;
+nothing else registers them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import ClassVar
+
+import libcst as cst
+from libcst.metadata import CodeRange, PositionProvider, ProviderT
+
+from .config import Config
+from .gradmode import GradModeAnalysis
+
+DOC_SECTIONS = (
+    "What it does",
+    "Why is this bad?",
+    "Example",
+    "Use instead",
+    "Fix safety",
+    "References",
+)
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code the rule must not report."""
+
+    code: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code the rule must report: at ``line``:``column`` (1-based) of the first finding
+    and, when the rule fixes it, rewritten to ``expected_replacement``."""
+
+    code: str
+    line: int
+    column: int
+    expected_replacement: str | None = None
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """Swap ``original`` for ``new`` (a node, or :data:`libcst.RemoveFromParent`)."""
+
+    original: cst.CSTNode
+    new: cst.CSTNode | cst.RemovalSentinel
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a rule reported, before the engine turns it into a :class:`Finding`."""
+
+    code: str
+    message: str
+    node: cst.CSTNode
+    replacement: Replacement | None
+    statement_line: int
+
+
+@dataclass
+class RuleContext:
+    """What one file offers to every rule that runs on it."""
+
+    path: str
+    module: cst.Module
+    config: Config
+    metadata: Mapping[ProviderT, Mapping[cst.CSTNode, object]]
+    grad: GradModeAnalysis
+    reports: list[Report] = field(default_factory=list)
+
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        return self.metadata[PositionProvider][node]  # type: ignore[return-value]
+
+
+class Rule(cst.BatchableCSTVisitor):
+    CODE: ClassVar[str]
+    NAME: ClassVar[str]
+    MESSAGE: ClassVar[str]
+    VALID: ClassVar[Sequence[Valid]] = ()
+    INVALID: ClassVar[Sequence[Invalid]] = ()
+    #: metadata the rule reads beyond positions and the grad-mode analysis
+    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = ()
+
+    def __init__(self, context: RuleContext) -> None:
+        super().__init__()
+        self.context = context
+        self._statements: list[cst.CSTNode] = []
+
+    # Rules report at the grad-mode operand, and suppression comments may sit on the
+    # line of the statement holding it: track the innermost statement.
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._statements.append(node)
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
+        self._statements.pop()
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str | None = None,
+        replacement: Replacement | None = None,
+    ) -> None:
+        statement = self._statements[-1] if self._statements else node
+        self.context.reports.append(
+            Report(
+                code=self.CODE,
+                message=message or self.MESSAGE,
+                node=node,
+                replacement=replacement,
+                statement_line=self.context.position(statement).start.line,
+            )
+        )
+
+    @classmethod
+    def documentation(cls) -> str:
+        import inspect
+
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def missing_doc_sections(cls) -> list[str]:
+        doc = cls.documentation()
+        return [s for s in DOC_SECTIONS if f"## {s}" not in doc]
+
+
+@cache
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every rule in :mod:`gradgate.rules`, ordered by code."""
+    import gradgate.rules as package
+
+    found: dict[str, type[Rule]] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, Rule)
+                and value is not Rule
+                and value.__module__ == module.__name__
+            ):
+                if value.CODE in found:
+                    raise RuntimeError(f"two rules share the code {value.CODE}")
+                found[value.CODE] = value
+    return tuple(found[code] for code in sorted(found))
+
+
+def rule_by_code() -> dict[str, type[Rule]]:
+    return {rule.CODE: rule for rule in all_rules()}
