@@ -1,13 +1,20 @@
 """The lint engine: source bytes in, result objects out. It never prints.
 
-:func:`lint_source` analyses one file's bytes (and, asked to, fixes them);
-:func:`lint_file` reads a file first; :func:`lint_paths` discovers files and lints them
-all. Every failure that belongs to one file (unreadable, undecodable, unparsable) is
-captured in that file's :class:`FileResult` and never stops the others.
+Per file, cheapest first:
 
-Fixing applies the rules' LibCST node replacements in one pass, re-parses the result,
-and repeats until no fixable finding is left (a chain with two grad-mode operands needs
-two passes); the fixed bytes are returned, never written here: see :mod:`gradgate.source`.
+1. **bytes pre-filter**: a file holding none of the grad-mode source tokens the
+   configuration knows (:meth:`Config.prefilter_tokens`) cannot hold a finding;
+2. **stdlib ast**: :class:`~gradgate.semantic.ModuleModel` finds the statements that
+   read the grad mode; each rule's ``candidate`` test keeps those it could report on;
+3. **LibCST**, on *snippets* only: the lines of each candidate statement are parsed as a
+   module of their own (behind an ``if 1:`` header when indented) and the rules visit it
+   with positions mapped back to the file. When a snippet does not parse on its own the
+   whole file is parsed instead, so nothing is ever missed.
+
+Fixing applies the rules' node replacements to each snippet in one pass, splices the
+regenerated snippet lines back over the original ones (every other byte is untouched),
+re-parses the whole result with CPython and LibCST, and repeats until no fixable finding
+is left. The fixed bytes are returned, never written here: see :mod:`gradgate.source`.
 """
 
 from __future__ import annotations
@@ -19,12 +26,14 @@ from dataclasses import dataclass, field
 
 from .config import Config
 from .discovery import discover
+from .semantic import ModuleModel
 from .source import SourceError, decode_check, read_source
 
 #: Upper bound on fix passes; each pass removes at least one finding.
 MAX_FIX_PASSES = 16
 
 _SUPPRESSION = re.compile(r"#\s*gradgate:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 @dataclass(frozen=True)
@@ -52,10 +61,11 @@ class FileResult:
     source: bytes | None = None
     #: the fixed bytes, when fixing was asked for and something changed
     fixed: bytes | None = None
-    #: findings removed by the fix
+    #: findings the fix removed
     fixed_findings: tuple[Finding, ...] = ()
-    #: whether the file was skipped by the pre-filter (no grad-mode source in its bytes)
-    prefiltered: bool = False
+    #: how far the file got: "prefilter" (no grad-mode token), "ast" (no candidate
+    #: statement), "snippets" or "module" (LibCST on snippets / the whole file)
+    stage: str = ""
 
     @property
     def changed(self) -> bool:
@@ -76,175 +86,293 @@ class RunResult:
 
 
 class LintError(Exception):
-    """A file's bytes could not be parsed or fixed; ``str()`` is the one-line reason."""
+    """A file's text could not be parsed or fixed; ``str()`` is the one-line reason."""
 
 
-def _selected_rules(config: Config):
+def selected_rules(config: Config) -> list:
     from .rule import all_rules
 
-    rules = [
+    return [
         r for r in all_rules()
         if (config.select is None or any(r.CODE.startswith(s) for s in config.select))
         and not any(r.CODE.startswith(i) for i in config.ignore)
     ]
-    return rules
 
 
-def _suppressed(codes_on_line: str, rule: str) -> bool:
-    for match in _SUPPRESSION.finditer(codes_on_line):
+def split_lines(text: str) -> list[str]:
+    """Lines with their own endings, split where CPython's tokenizer splits them."""
+    return _LINE.findall(text)
+
+
+def _suppressed(line_text: str, rule: str) -> bool:
+    for match in _SUPPRESSION.finditer(line_text):
         codes = match.group("codes")
         if codes is None or rule in {c.strip() for c in codes.split(",")}:
             return True
     return False
 
 
-def _parse(data: bytes):
+# -- snippets ----------------------------------------------------------------------
+@dataclass
+class Snippet:
+    """File lines ``first``..``last`` (1-based, inclusive), parsed as a module.
+
+    ``header`` lines precede them in the parsed text (an ``if 1:`` that makes an
+    indented statement parse); the whole file is the snippet ``1..len(lines)``.
+    """
+
+    first: int
+    last: int
+    header: str
+    module: object  # libcst.Module
+
+    @property
+    def line_offset(self) -> int:
+        return self.first - 1 - self.header.count("\n")
+
+    def body_code(self) -> str:
+        code = self.module.code  # type: ignore[attr-defined]
+        return code[len(self.header):]
+
+
+def _parse_cst(text: str):
     import libcst as cst
 
     try:
-        return cst.parse_module(data)
+        return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        raise LintError(f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}") from None
+        raise LintError(
+            f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}"
+        ) from None
     except RecursionError:
         raise LintError("too deeply nested to parse") from None
 
 
-def _analyse(path: str, data: bytes, config: Config, rules):
-    """Parse and run ``rules``; returns (module, [(Report, CodeRange)])."""
+def _ranges(statements: Sequence[ast.stmt]) -> list[tuple[int, int]]:
+    ranges: list[tuple[int, int]] = []
+    for statement in sorted(statements, key=lambda s: s.lineno):
+        first, last = statement.lineno, statement.end_lineno or statement.lineno
+        if ranges and first <= ranges[-1][1]:
+            ranges[-1] = (ranges[-1][0], max(last, ranges[-1][1]))
+        else:
+            ranges.append((first, last))
+    return ranges
+
+
+def _snippets(lines: list[str], statements: Sequence[ast.stmt], whole: bool) -> list[Snippet]:
     import libcst as cst
-    from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from .gradmode import GradModeAnalysis
-    from .rule import RuleContext
+    if whole:
+        return [Snippet(1, len(lines), "", _parse_cst("".join(lines)))]
+    out = []
+    for first, last in _ranges(statements):
+        body = "".join(lines[first - 1:last])
+        if not body.endswith(("\n", "\r")):
+            body += "\n"  # last line of a file without a final newline
+        header = "if 1:\n" if body[:1] in (" ", "\t") else ""
+        try:
+            module = cst.parse_module(header + body)
+        except (cst.ParserSyntaxError, RecursionError):
+            # e.g. a statement sharing its line with ``else:``: fall back to the file
+            return _snippets(lines, statements, whole=True)
+        out.append(Snippet(first, last, header, module))
+    return out
 
-    module = _parse(data)
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    providers = {PositionProvider, *GradModeAnalysis.METADATA}
-    for rule in rules:
-        providers.update(rule.METADATA_DEPENDENCIES)
+
+# -- analysis ----------------------------------------------------------------------
+@dataclass
+class _Found:
+    finding: Finding
+    replacement: object  # gradgate.rule.Replacement | None
+    snippet: Snippet
+
+
+class _Analysis:
+    """One pass over one version of a file's text."""
+
+    def __init__(self, path: str, text: str, config: Config, rules: list, whole: bool = False):
+        self.path = path
+        self.lines = split_lines(text)
+        try:
+            tree = ast.parse(text)
+        except SyntaxError as exc:
+            raise LintError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
+        except (RecursionError, MemoryError, ValueError) as exc:
+            raise LintError(f"cannot parse: {type(exc).__name__}") from None
+        model = ModuleModel(tree, config)
+        statements = [
+            s for s in model.candidates
+            if any(r.candidate(s, model, model.scope_at(s.lineno)) for r in rules)
+        ]
+        self.stage = "module" if whole else ("snippets" if statements else "ast")
+        self.found: list[_Found] = []
+        if not statements and not whole:
+            return
+        for snippet in _snippets(self.lines, statements, whole):
+            self.found.extend(self._visit(snippet, model, config, rules))
+        self.found.sort(key=lambda f: f.finding.sort_key())
+
+    def _visit(self, snippet: Snippet, model: ModuleModel, config: Config, rules: list):
+        from libcst.metadata import MetadataWrapper, PositionProvider
+
+        from .rule import RuleContext
+
+        wrapper = MetadataWrapper(snippet.module, unsafe_skip_copy=True)
+        providers = {PositionProvider}
+        for rule in rules:
+            providers.update(rule.METADATA_DEPENDENCIES)
+        try:
+            metadata = wrapper.resolve_many(providers)
+            context = RuleContext(
+                path=self.path,
+                module=snippet.module,
+                config=config,
+                metadata=metadata,
+                model=model,
+                line_offset=snippet.line_offset,
+            )
+            wrapper.visit_batched([rule(context) for rule in rules])
+        except RecursionError:
+            raise LintError("too deeply nested to analyse") from None
+        for report in context.reports:
+            where = context.position(report.node)
+            line = where.start.line + snippet.line_offset
+            text = self.lines[line - 1].rstrip("\r\n") if line <= len(self.lines) else ""
+            statement = self.lines[report.statement_line - 1] if report.statement_line <= len(self.lines) else ""
+            if _suppressed(text, report.code) or _suppressed(statement, report.code):
+                continue
+            finding = Finding(
+                path=self.path,
+                rule=report.code,
+                message=report.message,
+                line=line,
+                column=where.start.column + 1,
+                end_line=where.end.line + snippet.line_offset,
+                end_column=where.end.column + 1,
+                fixable=report.replacement is not None,
+                source_line=text,
+            )
+            yield _Found(finding, report.replacement, snippet)
+
+    def fixed_text(self) -> tuple[str, list[Finding]] | None:
+        """Apply, per snippet, the replacements that do not overlap an earlier one."""
+        import libcst as cst
+        from libcst.metadata import PositionProvider
+
+        by_snippet: dict[int, list[_Found]] = {}
+        for found in self.found:
+            if found.replacement is not None:
+                by_snippet.setdefault(id(found.snippet), []).append(found)
+        if not by_snippet:
+            return None
+        lines = list(self.lines)
+        applied: list[Finding] = []
+        groups = sorted(by_snippet.values(), key=lambda g: -g[0].snippet.first)
+        for group in groups:  # bottom-up, so earlier line numbers stay valid
+            snippet = group[0].snippet
+            positions = cst.MetadataWrapper(snippet.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            chosen: dict[object, object] = {}
+            spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
+            for found in group:
+                original = found.replacement.original
+                if original in chosen:
+                    applied.append(found.finding)
+                    continue
+                where = positions[original]
+                start = (where.start.line, where.start.column)
+                end = (where.end.line, where.end.column)
+                if any(not (end <= s or start >= e) for s, e in spans):
+                    continue  # overlaps an applied one: the next pass sees it again
+                spans.append((start, end))
+                chosen[original] = found.replacement.new
+                applied.append(found.finding)
+
+            class Swap(cst.CSTTransformer):
+                def on_leave(self, original_node, updated_node):
+                    return chosen.get(original_node, updated_node)
+
+            new_module = snippet.module.visit(Swap())
+            new_body = new_module.code[len(snippet.header):]
+            original_body = "".join(lines[snippet.first - 1:snippet.last])
+            if not original_body.endswith(("\n", "\r")) and new_body.endswith("\n"):
+                new_body = new_body[:-1]  # we added that newline in _snippets
+            lines[snippet.first - 1:snippet.last] = [new_body]
+        return "".join(lines), applied
+
+
+def _validate(text: str) -> None:
+    """A fix is kept only if both CPython and LibCST parse its result."""
     try:
-        metadata = wrapper.resolve_many(providers)
-        context = RuleContext(
-            path=path,
-            module=module,
-            config=config,
-            metadata=metadata,
-            grad=GradModeAnalysis(module, metadata, config),
-        )
-        wrapper.visit_batched([rule(context) for rule in rules])
-    except RecursionError:
-        raise LintError("too deeply nested to analyse") from None
-    positions = metadata[PositionProvider]
-    return module, [(report, positions[report.node]) for report in context.reports], positions, cst
-
-
-def _findings(path, data, config, rules):
-    module, reports, positions, cst = _analyse(path, data, config, rules)
-    lines = module.code.splitlines()
-    out: list[tuple[Finding, object]] = []
-    for report, where in reports:
-        line_text = lines[where.start.line - 1] if where.start.line <= len(lines) else ""
-        statement_text = lines[report.statement_line - 1] if report.statement_line <= len(lines) else ""
-        if _suppressed(line_text, report.code) or _suppressed(statement_text, report.code):
-            continue
-        finding = Finding(
-            path=path,
-            rule=report.code,
-            message=report.message,
-            line=where.start.line,
-            column=where.start.column + 1,
-            end_line=where.end.line,
-            end_column=where.end.column + 1,
-            fixable=report.replacement is not None,
-            source_line=line_text,
-        )
-        out.append((finding, report.replacement))
-    out.sort(key=lambda pair: pair[0].sort_key())
-    return module, out, positions, cst
-
-
-def _apply(module, replacements, positions, cst):
-    """Apply the replacements whose ranges do not overlap an earlier one, in one pass."""
-    chosen: dict[object, object] = {}
-    spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
-    for replacement in replacements:
-        if replacement.original in chosen:
-            continue
-        where = positions[replacement.original]
-        start, end = (where.start.line, where.start.column), (where.end.line, where.end.column)
-        if any(not (end <= s or start >= e) for s, e in spans):
-            continue  # overlaps: the next pass sees it again
-        spans.append((start, end))
-        chosen[replacement.original] = replacement.new
-
-    class Swap(cst.CSTTransformer):
-        def on_leave(self, original_node, updated_node):
-            return chosen.get(original_node, updated_node)
-
-    return module.visit(Swap()).bytes
-
-
-def _check_fixed(data: bytes) -> None:
-    """A fix is kept only if both LibCST and CPython parse its result."""
-    _parse(data)
-    try:
-        ast.parse(data)
+        ast.parse(text)
     except SyntaxError as exc:
-        raise LintError(f"fix produced invalid code ({exc.msg}); file left unchanged") from None
+        raise LintError(f"a fix produced invalid code ({exc.msg}); file left unchanged") from None
+    _parse_cst(text)
 
 
-def lint_source(path: str, data: bytes, config: Config, fix: bool = False) -> FileResult:
-    """Lint (and optionally fix) ``data``, the bytes of the file ``path``."""
+def lint_source(
+    path: str, data: bytes, config: Config, fix: bool = False, prefilter: bool = True
+) -> FileResult:
+    """Lint (and optionally fix) ``data``, the bytes of the file ``path``.
+
+    ``prefilter=False`` skips the bytes and ast pre-filters and runs the rules on the
+    whole file: slower, and by construction the same findings (the tests check it).
+    """
     try:
-        decode_check(data)
+        encoding = decode_check(data)
     except SourceError as exc:
         return FileResult(path, error=str(exc), source=data)
-    if not any(token in data for token in config.prefilter_tokens()):
-        return FileResult(path, source=data, prefiltered=True)
-    rules = _selected_rules(config)
+    if prefilter and not any(token in data for token in config.prefilter_tokens()):
+        return FileResult(path, source=data, stage="prefilter")
+    rules = selected_rules(config)
+    text = data.decode(encoding)
     try:
-        module, found, positions, cst = _findings(path, data, config, rules)
-        if not fix:
-            return FileResult(path, tuple(f for f, _ in found), source=data)
-        first = [f for f, _ in found]
-        current = data
-        for _ in range(MAX_FIX_PASSES):
-            replacements = [r for _, r in found if r is not None]
-            if not replacements:
-                break
-            candidate = _apply(module, replacements, positions, cst)
-            _check_fixed(candidate)
-            current = candidate
-            module, found, positions, cst = _findings(path, current, config, rules)
+        analysis = _Analysis(path, text, config, rules, whole=not prefilter)
+        fixed_findings: list[Finding] = []
+        current = text
+        if fix:
+            for _ in range(MAX_FIX_PASSES):
+                outcome = analysis.fixed_text()
+                if outcome is None:
+                    break
+                candidate, applied = outcome
+                _validate(candidate)
+                current = candidate
+                fixed_findings.extend(applied)
+                analysis = _Analysis(path, current, config, rules, whole=not prefilter)
     except LintError as exc:
         return FileResult(path, error=str(exc), source=data)
-    remaining = tuple(f for f, _ in found)
-    remaining_keys = {(f.rule, f.source_line.strip(), f.message) for f in remaining}
-    fixed = tuple(f for f in first if (f.rule, f.source_line.strip(), f.message) not in remaining_keys)
+    remaining = tuple(f.finding for f in analysis.found)
+    if current == text:
+        return FileResult(path, remaining, source=data, stage=analysis.stage)
     return FileResult(
         path,
         remaining,
         source=data,
-        fixed=current if current != data else None,
-        fixed_findings=fixed if current != data else (),
+        fixed=current.encode(encoding),
+        fixed_findings=tuple(fixed_findings),
+        stage=analysis.stage,
     )
 
 
-def lint_file(path: str, config: Config, fix: bool = False) -> FileResult:
+def lint_file(path: str, config: Config, fix: bool = False, prefilter: bool = True) -> FileResult:
     try:
         source = read_source(path)
     except SourceError as exc:
         return FileResult(path, error=str(exc))
-    return lint_source(path, source.data, config, fix=fix)
+    return lint_source(path, source.data, config, fix=fix, prefilter=prefilter)
 
 
-def iter_lint(paths: Sequence[str], config: Config, fix: bool = False) -> Iterator[FileResult]:
+def iter_lint(
+    paths: Sequence[str], config: Config, fix: bool = False, prefilter: bool = True
+) -> Iterator[FileResult]:
     for item in discover(paths, config.exclude):
         if item.error is not None:
             yield FileResult(item.path, error=item.error)
         else:
-            yield lint_file(item.path, config, fix=fix)
+            yield lint_file(item.path, config, fix=fix, prefilter=prefilter)
 
 
-def lint_paths(paths: Iterable[str], config: Config, fix: bool = False) -> RunResult:
-    return RunResult(tuple(iter_lint(list(paths), config, fix=fix)))
+def lint_paths(
+    paths: Iterable[str], config: Config, fix: bool = False, prefilter: bool = True
+) -> RunResult:
+    return RunResult(tuple(iter_lint(list(paths), config, fix=fix, prefilter=prefilter)))

@@ -9,6 +9,7 @@ nothing else registers them.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from libcst.metadata import CodeRange, PositionProvider, ProviderT
 
 from .config import Config
 from .gradmode import GradModeAnalysis
+from .semantic import ModuleModel, Scope
 
 DOC_SECTIONS = (
     "What it does",
@@ -72,17 +74,29 @@ class Report:
 
 @dataclass
 class RuleContext:
-    """What one file offers to every rule that runs on it."""
+    """What one snippet of a file offers to every rule that runs on it.
+
+    ``module`` is the parsed snippet (see :mod:`gradgate.engine`); its line ``n`` is
+    line ``n + line_offset`` of the file. ``model`` is the whole file's semantic model.
+    """
 
     path: str
     module: cst.Module
     config: Config
     metadata: Mapping[ProviderT, Mapping[cst.CSTNode, object]]
-    grad: GradModeAnalysis
+    model: ModuleModel
+    line_offset: int = 0
     reports: list[Report] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.grad = GradModeAnalysis(self.model, self.line)
 
     def position(self, node: cst.CSTNode) -> CodeRange:
         return self.metadata[PositionProvider][node]  # type: ignore[return-value]
+
+    def line(self, node: cst.CSTNode) -> int:
+        """The file line on which ``node`` starts."""
+        return self.position(node).start.line + self.line_offset
 
 
 class Rule(cst.BatchableCSTVisitor):
@@ -107,6 +121,14 @@ class Rule(cst.BatchableCSTVisitor):
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
         self._statements.pop()
 
+    @classmethod
+    def candidate(cls, statement: ast.stmt, model: ModuleModel, scope: Scope) -> bool:
+        """Cheap stdlib-``ast`` test: could this statement, which reads the grad mode,
+        hold a finding of this rule? It must never say no where :meth:`report` would
+        be called (the test-suite checks this on every VALID/INVALID case). Only
+        statements some rule accepts are parsed with LibCST."""
+        return True
+
     def report(
         self,
         node: cst.CSTNode,
@@ -120,7 +142,7 @@ class Rule(cst.BatchableCSTVisitor):
                 message=message or self.MESSAGE,
                 node=node,
                 replacement=replacement,
-                statement_line=self.context.position(statement).start.line,
+                statement_line=self.context.line(statement),
             )
         )
 

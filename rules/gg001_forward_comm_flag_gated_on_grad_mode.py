@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from gradgate.boolchain import conjuncts, is_and, remove_conjunct
@@ -189,6 +191,20 @@ class ForwardCommFlagGatedOnGradMode(Rule):
             expected_replacement="ub_overlap_ag = ub_overlap_ag\n",
         ),
     ]
+
+    @classmethod
+    def candidate(cls, statement, model, scope) -> bool:
+        if isinstance(statement, ast.Assign):
+            targets = statement.targets if len(statement.targets) == 1 else []
+        elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+            targets = [statement.target]
+        else:
+            return False
+        for target in targets:
+            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+            if name is not None and model.config.is_forward_comm_flag(name):
+                return True
+        return False
 
     # -- assignments --------------------------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:

@@ -1,0 +1,320 @@
+"""A fast semantic model of one module, built on the stdlib :mod:`ast`.
+
+LibCST keeps every byte, which the fixer needs, but building its scope and qualified
+name metadata for a 2,700-line TransformerEngine module takes over a second. This model
+answers the questions the rules ask about *context* in a few milliseconds:
+
+* which local names are import aliases of which qualified names (``th`` -> ``torch``);
+* which names and attributes carry the grad mode, and with which polarity: parameters
+  and variables named like ``is_grad_enabled``, locals assigned only from grad-mode
+  expressions, ``self.x = torch.is_grad_enabled()``;
+* which statements read the grad mode at all: the *candidates*. Only those are handed
+  to LibCST (see :mod:`gradgate.engine`).
+
+Expressions of both trees are classified by one function, :func:`classify`, over a
+small tree-independent :class:`Shape`, so the ast model and the LibCST view of
+:mod:`gradgate.gradmode` cannot disagree.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import enum
+from dataclasses import dataclass, field
+
+from .config import Config
+
+
+class Polarity(enum.IntEnum):
+    NO_GRAD = -1
+    NONE = 0
+    GRAD = 1
+
+    def negated(self) -> "Polarity":
+        return Polarity(-int(self))
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the classification needs to know of an expression, whatever the tree.
+
+    ``kind`` is ``call`` (a call without arguments; ``dotted`` is the callee),
+    ``name``, ``attribute`` (``dotted`` the whole chain if it is one, ``attr`` the last
+    name), ``not`` (``inner`` the operand) or ``other``.
+    """
+
+    kind: str
+    dotted: str | None = None
+    attr: str | None = None
+    inner: "Shape | None" = None
+
+
+OTHER = Shape("other")
+
+
+@dataclass
+class Scope:
+    """Names visible in one function (or the module), with what they carry."""
+
+    parent: "Scope | None"
+    aliases: dict[str, str] = field(default_factory=dict)
+    carriers: dict[str, Polarity] = field(default_factory=dict)
+    #: names bound here by something that is not a grad-mode value (shadowing)
+    plain: set[str] = field(default_factory=set)
+    node: ast.AST | None = None
+
+    def alias(self, name: str) -> str | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.aliases:
+                return scope.aliases[name]
+            if name in scope.plain or name in scope.carriers:
+                return None
+            scope = scope.parent
+        return None
+
+    def carrier(self, name: str) -> Polarity:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.carriers:
+                return scope.carriers[name]
+            if name in scope.plain or name in scope.aliases:
+                return Polarity.NONE
+            scope = scope.parent
+        return Polarity.NONE
+
+    def qualify(self, dotted: str) -> str:
+        head, _, rest = dotted.partition(".")
+        target = self.alias(head)
+        if target is None:
+            return dotted
+        return f"{target}.{rest}" if rest else target
+
+    @property
+    def functions(self) -> list[ast.AST]:
+        """Enclosing function and class nodes, innermost first."""
+        out = []
+        scope: Scope | None = self
+        while scope is not None:
+            if scope.node is not None:
+                out.append(scope.node)
+            scope = scope.parent
+        return out
+
+
+class ModuleModel:
+    """Scopes, grad-mode carriers and candidate statements of one module."""
+
+    def __init__(self, tree: ast.Module, config: Config) -> None:
+        self.config = config
+        self._grad_functions = frozenset(config.grad_functions)
+        self._inference_functions = frozenset(config.inference_functions)
+        self._grad_names = frozenset(config.grad_names)
+        self.attribute_carriers: dict[str, Polarity] = {}
+        self.module_scope = Scope(None)
+        # (start line, -end line, scope) of every function and class, to find the
+        # innermost one holding a line
+        self._spans: list[tuple[int, int, Scope]] = []
+        self._scope_of: dict[ast.AST, Scope] = {}
+        self._attribute_values: list[tuple[str, ast.AST, Scope]] = []
+        self._build(tree, self.module_scope)
+        self._resolve_attribute_carriers()
+        self._spans.sort(key=lambda s: (s[0], s[1]))
+        self._starts = [s[0] for s in self._spans]
+        self.candidates: list[ast.stmt] = []
+        self._find_candidates(tree.body, self.module_scope)
+
+    # -- classification (shared with the LibCST view) --------------------------------
+    def classify(self, shape: Shape, scope: Scope) -> Polarity:
+        if shape.kind == "not" and shape.inner is not None:
+            return self.classify(shape.inner, scope).negated()
+        if shape.kind == "call" and shape.dotted:
+            qualified = scope.qualify(shape.dotted)
+            if qualified in self._grad_functions:
+                return Polarity.GRAD
+            if qualified in self._inference_functions:
+                return Polarity.NO_GRAD
+            return Polarity.NONE
+        if shape.kind == "name" and shape.dotted:
+            if shape.dotted in self._grad_names:
+                return Polarity.GRAD
+            return scope.carrier(shape.dotted)
+        if shape.kind == "attribute" and shape.attr:
+            if shape.dotted and scope.qualify(shape.dotted) in (
+                self._grad_functions | self._inference_functions
+            ):
+                return Polarity.NONE  # the function object itself, not the mode
+            if shape.attr in self._grad_names:
+                return Polarity.GRAD
+            return self.attribute_carriers.get(shape.attr, Polarity.NONE)
+        return Polarity.NONE
+
+    def polarity(self, node: ast.AST, scope: Scope) -> Polarity:
+        return self.classify(ast_shape(node), scope)
+
+    def scope_at(self, line: int) -> Scope:
+        """The innermost function or class scope whose span holds ``line``.
+
+        Spans nest or are disjoint, so among the spans starting at or before ``line``
+        the last one that still holds it is the innermost.
+        """
+        index = bisect.bisect_right(self._starts, line)
+        for start, neg_end, scope in reversed(self._spans[:index]):
+            if start <= line <= -neg_end:
+                return scope
+        return self.module_scope
+
+    # -- building -----------------------------------------------------------------
+    def _build(self, tree: ast.AST, scope: Scope) -> None:
+        assigned: dict[str, list[ast.AST | None]] = {}
+        self._collect(tree, scope, assigned)
+        # a name carries the grad mode when every binding in its scope is a grad-mode
+        # value of the same polarity; iterate because carriers feed carriers
+        for _ in range(4):
+            changed = False
+            for name, values in assigned.items():
+                polarities = {
+                    Polarity.NONE if v is None else self.polarity(v, scope) for v in values
+                }
+                polarity = polarities.pop() if len(polarities) == 1 else Polarity.NONE
+                if polarity is Polarity.NONE:
+                    if name not in scope.plain:
+                        scope.plain.add(name)
+                        scope.carriers.pop(name, None)
+                        changed = True
+                elif scope.carriers.get(name) is not polarity:
+                    scope.carriers[name] = polarity
+                    scope.plain.discard(name)
+                    changed = True
+            if not changed:
+                break
+
+    def _collect(self, node: ast.AST, scope: Scope, assigned: dict) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                inner = Scope(scope, node=child)
+                self._scope_of[child] = inner
+                if not isinstance(child, ast.ClassDef):
+                    for arg in _arguments(child.args):
+                        if arg.arg in self._grad_names:
+                            inner.carriers[arg.arg] = Polarity.GRAD
+                        else:
+                            inner.plain.add(arg.arg)
+                if not isinstance(child, ast.Lambda):
+                    self._spans.append((child.lineno, -(child.end_lineno or child.lineno), inner))
+                    if not isinstance(child, ast.ClassDef):
+                        scope.plain.add(child.name)
+                self._build(child, inner)
+                continue
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.asname:
+                        scope.aliases[alias.asname] = alias.name
+                    else:
+                        head = alias.name.split(".")[0]
+                        scope.aliases[head] = head
+            elif isinstance(child, ast.ImportFrom) and child.module and not child.level:
+                for alias in child.names:
+                    scope.aliases[alias.asname or alias.name] = f"{child.module}.{alias.name}"
+            elif isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+                value = child.value if not isinstance(child, ast.AugAssign) else None
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        assigned.setdefault(target.id, []).append(value)
+                    elif isinstance(target, ast.Attribute) and value is not None:
+                        self._attribute_values.append((target.attr, value, scope))
+                    else:
+                        for name in _bound_names(target):
+                            assigned.setdefault(name, []).append(None)
+            elif isinstance(child, (ast.For, ast.AsyncFor, ast.comprehension)):
+                for name in _bound_names(child.target):
+                    assigned.setdefault(name, []).append(None)
+            elif isinstance(child, (ast.With, ast.AsyncWith)):
+                for item in child.items:
+                    if item.optional_vars is not None:
+                        for name in _bound_names(item.optional_vars):
+                            assigned.setdefault(name, []).append(None)
+            self._collect(child, scope, assigned)
+
+    def _resolve_attribute_carriers(self) -> None:
+        """``self.flag = torch.is_grad_enabled()``: an attribute name carries the grad
+        mode module-wide (another method may read it) when every assignment to it in
+        the module is a grad-mode value of the same polarity."""
+        seen: dict[str, set[Polarity]] = {}
+        for attr, value, scope in self._attribute_values:
+            seen.setdefault(attr, set()).add(self.polarity(value, scope))
+        for attr, polarities in seen.items():
+            if len(polarities) == 1 and Polarity.NONE not in polarities:
+                self.attribute_carriers[attr] = polarities.pop()
+
+    # -- candidates ---------------------------------------------------------------
+    def _find_candidates(self, body: list[ast.stmt], scope: Scope) -> None:
+        for statement in body:
+            inner = self._scope_of.get(statement, scope)
+            if inner is scope and self._reads_grad(statement, scope):
+                self.candidates.append(statement)
+                continue  # its nested statements travel with it
+            for field_name in _BODY_FIELDS:
+                for child in getattr(statement, field_name, None) or ():
+                    # ExceptHandler and match_case are not statements but hold a body
+                    group = [child] if isinstance(child, ast.stmt) else child.body
+                    self._find_candidates(group, inner)
+
+    def _reads_grad(self, statement: ast.stmt, scope: Scope) -> bool:
+        """Does an expression owned by ``statement`` (not a nested statement) read the
+        grad mode, with either polarity?"""
+        for name, value in ast.iter_fields(statement):
+            if name in _BODY_FIELDS or name == "decorator_list":
+                continue
+            for expression in value if isinstance(value, list) else [value]:
+                if isinstance(expression, ast.AST) and self._expression_reads_grad(expression, scope):
+                    return True
+        return False
+
+    def _expression_reads_grad(self, expression: ast.AST, scope: Scope) -> bool:
+        for node in ast.walk(expression):
+            if isinstance(node, (ast.Call, ast.Name, ast.Attribute)):
+                if self.polarity(node, scope) is not Polarity.NONE:
+                    return True
+        return False
+
+
+_BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _arguments(args: ast.arguments) -> list[ast.arg]:
+    out = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    if args.vararg:
+        out.append(args.vararg)
+    if args.kwarg:
+        out.append(args.kwarg)
+    return out
+
+
+def _bound_names(target: ast.AST) -> list[str]:
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+def ast_dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = ast_dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def ast_shape(node: ast.AST) -> Shape:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return Shape("not", inner=ast_shape(node.operand))
+    if isinstance(node, ast.Call):
+        if node.args or node.keywords:
+            return OTHER
+        return Shape("call", dotted=ast_dotted(node.func))
+    if isinstance(node, ast.Name):
+        return Shape("name", dotted=node.id)
+    if isinstance(node, ast.Attribute):
+        return Shape("attribute", dotted=ast_dotted(node), attr=node.attr)
+    return OTHER
