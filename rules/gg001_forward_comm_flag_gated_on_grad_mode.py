@@ -65,8 +65,8 @@ class ForwardCommFlagGatedOnGradMode(Rule):
     the path needs nothing that only exists while grad is on (TransformerEngine's
     LayerNormLinear all-gather overlap does not; the `gradgate harness` proves it on
     GPUs). When removing the operand would drop a comment the finding is reported
-    without a fix. An augmented `flag &= <grad mode>` is fixed by deleting the statement
-    when no comment sits on it.
+    without a fix, and so is `flag &= <grad mode>` alone (the fix would delete a
+    statement, maybe the only one of its block); `flag &= x and <grad mode>` is fixed.
 
     ## References
     - TransformerEngine issue #2902: https://github.com/NVIDIA/TransformerEngine/issues/2902
@@ -174,8 +174,7 @@ class ForwardCommFlagGatedOnGradMode(Rule):
             "    return ub_overlap_ag\n",
             line=2,
             column=22,
-            expected_replacement="def f(ub_overlap_ag, is_grad_enabled):\n"
-            "    return ub_overlap_ag\n",
+            expected_replacement=None,
         ),
         Invalid(
             "ub_overlap_ag &= is_grad_enabled and not x\n",
@@ -222,7 +221,9 @@ class ForwardCommFlagGatedOnGradMode(Rule):
         if flag is None or not self.context.config.is_forward_comm_flag(flag):
             return
         if self.context.grad.is_grad_mode(node.value):
-            self._report(flag, node.value, self._statement_removal(node))
+            # nothing to keep: the fix would delete the statement, which may be the
+            # only one of its block; that is a judgement call, so report only
+            self._report(flag, node.value, None)
         else:
             self._check(node.target, node.value)
 
@@ -251,14 +252,3 @@ class ForwardCommFlagGatedOnGradMode(Rule):
             "under torch.no_grad() the requested path is silently dropped",
             replacement,
         )
-
-    def _statement_removal(self, node: cst.AugAssign) -> Replacement | None:
-        """Delete ``flag &= grad`` when it is alone on its line and no comment is lost."""
-        line = self._statements[-1] if self._statements else None
-        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-            return None
-        if line.trailing_whitespace.comment is not None:
-            return None
-        if any(empty.comment is not None for empty in line.leading_lines):
-            return None
-        return Replacement(line, cst.RemoveFromParent())

@@ -1,0 +1,163 @@
+"""The command line as users and CI see it: output formats, exit codes, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+BUGGY = b"def f(ub_overlap_ag, is_grad_enabled, x):\n    ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\n    return ub_overlap_ag\n"
+CLEAN = b"def f(ub_overlap_ag, x):\n    return ub_overlap_ag and x\n"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "buggy.py").write_bytes(BUGGY)
+    (tmp_path / "pkg" / "clean.py").write_bytes(CLEAN)
+    return tmp_path
+
+
+def test_exit_0_when_clean(tree):
+    result = run_cli("check", "pkg/clean.py", cwd=tree)
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"All checks passed.\n", b"")
+
+
+def test_exit_1_with_findings_text(tree):
+    result = run_cli("check", "pkg", cwd=tree)
+    assert result.returncode == 1
+    assert result.stdout.decode().splitlines() == [
+        f"pkg{os.sep}buggy.py:2:39: GG001 forward communication flag `ub_overlap_ag` is gated "
+        "on grad mode (`is_grad_enabled`): under torch.no_grad() the requested path is "
+        "silently dropped",
+        "Found 1 finding (1 fixable with `gradgate fix`).",
+    ]
+
+
+def test_default_path_is_cwd(tree):
+    result = run_cli("check", "--format", "json", cwd=tree / "pkg")
+    assert result.returncode == 1
+    assert [f["path"] for f in json.loads(result.stdout)] == [f".{os.sep}buggy.py"]
+
+
+def test_json_output(tree):
+    result = run_cli("check", "--format", "json", "pkg", cwd=tree)
+    assert result.returncode == 1
+    assert json.loads(result.stdout) == [
+        {
+            "path": f"pkg{os.sep}buggy.py",
+            "line": 2,
+            "column": 39,
+            "end_line": 2,
+            "end_column": 54,
+            "rule": "GG001",
+            "message": "forward communication flag `ub_overlap_ag` is gated on grad mode "
+            "(`is_grad_enabled`): under torch.no_grad() the requested path is silently dropped",
+            "fixable": True,
+        }
+    ]
+
+
+def test_show_source(tree):
+    result = run_cli("check", "--show-source", "pkg/buggy.py", cwd=tree)
+    lines = result.stdout.decode().splitlines()
+    assert lines[1] == "        ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x"
+    assert lines[2] == "    " + " " * 38 + "^" * 15
+    assert lines[3] == "    help: remove the grad-mode operand (`gradgate fix`)"
+
+
+def test_unparsable_file_exit_2_and_others_still_reported(tree):
+    (tree / "pkg" / "broken.py").write_bytes(b"def f(:\n    is_grad_enabled\n")
+    result = run_cli("check", "--format", "json", "pkg", cwd=tree)
+    assert result.returncode == 2
+    assert [f["path"] for f in json.loads(result.stdout)] == [f"pkg{os.sep}buggy.py"]
+    assert result.stderr.decode() == f"error: pkg{os.sep}broken.py: syntax error at 1:7: invalid syntax\n"
+
+
+def test_missing_path_exit_2(tree):
+    result = run_cli("check", "nope.py", "pkg/buggy.py", cwd=tree)
+    assert result.returncode == 2
+    assert result.stderr.decode() == "error: nope.py: no such file or directory\n"
+    assert "pkg/buggy.py:2:39: GG001" in result.stdout.decode()
+
+
+def test_usage_errors_exit_2(tree):
+    assert run_cli("check", "--format", "xml", cwd=tree).returncode == 2
+    assert run_cli("bogus", cwd=tree).returncode == 2
+    unknown = run_cli("explain", "GG999", cwd=tree)
+    assert unknown.returncode == 2
+    assert "unknown rule 'GG999'" in unknown.stderr.decode()
+
+
+def test_select_and_ignore(tree):
+    assert run_cli("check", "--ignore", "GG001", "pkg", cwd=tree).returncode == 0
+    assert run_cli("check", "--select", "GG001", "pkg", cwd=tree).returncode == 1
+    assert run_cli("check", "--select", "GG", "pkg", cwd=tree).returncode == 1
+
+
+def test_fix_writes_and_reports_counts(tree):
+    result = run_cli("fix", "pkg", cwd=tree)
+    assert result.returncode == 0
+    assert result.stderr.decode().splitlines() == [
+        f"Fixed 1 finding in pkg{os.sep}buggy.py",
+        "Fixed 1 finding in 1 file; 0 left.",
+    ]
+    assert (tree / "pkg" / "buggy.py").read_bytes() == BUGGY.replace(b" and is_grad_enabled", b"")
+    assert (tree / "pkg" / "clean.py").read_bytes() == CLEAN
+
+
+def test_fix_exit_1_when_findings_are_left(tree):
+    (tree / "pkg" / "left.py").write_bytes(
+        b"def f(ub_overlap_ag, is_grad_enabled):\n    ub_overlap_ag &= is_grad_enabled\n"
+    )
+    result = run_cli("fix", "pkg", cwd=tree)
+    assert result.returncode == 1
+    assert f"pkg{os.sep}left.py:2:22: GG001" in result.stdout.decode()
+    assert "Fixed 1 finding in 1 file; 1 left." in result.stderr.decode()
+
+
+def test_fix_diff_prints_and_writes_nothing(tree):
+    result = run_cli("fix", "--diff", "pkg", cwd=tree)
+    assert result.returncode == 0
+    assert (tree / "pkg" / "buggy.py").read_bytes() == BUGGY
+    assert result.stdout.decode() == (
+        f"--- a/pkg{os.sep}buggy.py\n+++ b/pkg{os.sep}buggy.py\n@@ -1,3 +1,3 @@\n"
+        " def f(ub_overlap_ag, is_grad_enabled, x):\n"
+        "-    ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\n"
+        "+    ub_overlap_ag = ub_overlap_ag and x\n"
+        "     return ub_overlap_ag\n"
+    )
+    assert "Would fix 1 finding in 1 file; 0 left." in result.stderr.decode()
+
+
+def test_rules_and_explain(tree):
+    listed = run_cli("rules", cwd=tree)
+    assert listed.returncode == 0
+    assert listed.stdout.decode().splitlines()[0].startswith("GG001  forward-comm-flag-gated-on-grad-mode")
+    explained = run_cli("explain", "gg001", cwd=tree)
+    assert explained.returncode == 0
+    text = explained.stdout.decode()
+    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead",
+                    "## Fix safety", "## References"):
+        assert heading in text
+    assert "https://github.com/NVIDIA/TransformerEngine/pull/3546" in text
+
+
+def test_lint_path_never_imports_torch(tree):
+    # a torch (and transformer_engine) that explodes on import, first on the path
+    for name in ("torch", "transformer_engine"):
+        (tree / "poison" / name).mkdir(parents=True)
+        (tree / "poison" / name / "__init__.py").write_text(f"raise ImportError('lint imported {name}')\n")
+    import subprocess
+    import sys
+    from conftest import ROOT
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / "poison"), str(ROOT)])}
+    for command in (["check", "pkg"], ["fix", "--diff", "pkg"], ["rules"], ["explain", "GG001"]):
+        result = subprocess.run([sys.executable, "-m", "gradgate", *command], cwd=tree,
+                                capture_output=True, env=env)
+        assert result.returncode in (0, 1), (command, result.stderr.decode())
