@@ -1,43 +1,148 @@
-"""The ``gradgate`` command line. The only module (with the reporters) that prints."""
+"""The ``gradgate`` command line. Only this module and the reporters print."""
 
 from __future__ import annotations
 
+import os
 import sys
+from dataclasses import dataclass
 
 import click
 
 from . import __version__
-from .config import Config, ConfigError
+from .config import ConfigError
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
 
+FORMATS = ["text", "json", "sarif", "github"]
 
-def _print_errors(results) -> int:
+
+def _codes(value: str | None) -> tuple[str, ...]:
+    return tuple(c.strip().upper() for c in value.split(",") if c.strip()) if value else ()
+
+
+@dataclass
+class Invocation:
+    """What the shared options of ``check`` and ``fix`` resolve to."""
+
+    paths: tuple[str, ...]
+    settings: object  # gradgate.settings.Settings
+    options: object  # gradgate.runner.RunOptions
+    progress: bool
+
+
+def _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir, jobs,
+                no_prefilter, progress, fix) -> Invocation:
+    from . import settings as settings_module
+    from .cache import default_cache_dir
+    from .runner import RunOptions
+
+    paths = tuple(paths) or (".",)
+    try:
+        settings = settings_module.resolve(paths, config_file)
+        config = settings.config
+        changes = {}
+        if select:
+            changes["select"] = _codes(select)
+        if ignore:
+            changes["ignore"] = (*config.ignore, *_codes(ignore))
+        if exclude:
+            changes["exclude"] = (*config.exclude, *exclude)
+        if changes:
+            config = config.with_changes(**changes)
+            settings = settings_module.Settings(config, settings.source, settings.root)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    if progress is None:
+        progress = sys.stderr.isatty() and not os.environ.get("CI")
+    options = RunOptions(
+        fix=fix,
+        prefilter=not no_prefilter,
+        cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
+        jobs=jobs,
+        root=settings.root,
+    )
+    return Invocation(paths, settings, options, progress)
+
+
+class _Progress:
+    """A one-line progress bar on stderr, for terminals only."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < 50:
+            return
+        width = 30
+        filled = width * done // max(total, 1)
+        sys.stderr.write(f"\r[{'#' * filled}{' ' * (width - filled)}] {done}/{total} files")
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
+
+
+def _results(invocation: Invocation):
+    from .runner import run
+
+    progress = _Progress(invocation.progress)
+    try:
+        yield from run(invocation.paths, invocation.settings.config, invocation.options, progress)
+    finally:
+        progress.close()
+
+
+def _print_errors(results) -> list:
     errors = [r for r in results if r.error is not None]
     for result in errors:
         click.echo(f"error: {result.path}: {result.error}", err=True)
-    return len(errors)
+    return errors
 
 
-def _config(select: str | None, ignore: str | None) -> Config:
-    def codes(value: str | None) -> tuple[str, ...]:
-        return tuple(c.strip() for c in value.split(",") if c.strip()) if value else ()
+def _emit(findings, output_format: str, show_source: bool, errors: list, summary: bool = True) -> None:
+    from . import reporters
 
-    try:
-        return Config(select=codes(select) or None, ignore=codes(ignore))
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+    if output_format == "json":
+        click.echo(reporters.render_json(findings), nl=False)
+    elif output_format == "sarif":
+        click.echo(reporters.render_sarif(findings, errors), nl=False)
+    elif output_format == "github":
+        click.echo(reporters.render_github(findings), nl=False)
+    else:
+        click.echo(reporters.render_text(findings, show_source=show_source), nl=False)
+        if summary:
+            click.echo(reporters.summary(findings, len(errors)))
 
 
-_paths = click.argument("paths", nargs=-1, type=click.Path())
-_format = click.option(
-    "--format", "output_format", type=click.Choice(["text", "json"]), default="text",
-    show_default=True, help="Output format.",
-)
-_select = click.option("--select", help="Comma-separated rule codes (or prefixes) to run.")
-_ignore = click.option("--ignore", help="Comma-separated rule codes (or prefixes) to skip.")
+def _shared(function):
+    """Options shared by ``check`` and ``fix``."""
+    decorators = [
+        click.argument("paths", nargs=-1, type=click.Path()),
+        click.option("--format", "output_format", type=click.Choice(FORMATS), default="text",
+                     show_default=True, help="Output format."),
+        click.option("--config", "config_file", type=click.Path(dir_okay=False),
+                     help="A pyproject.toml to read [tool.gradgate] from (default: found upward)."),
+        click.option("--select", help="Comma-separated rule codes (or prefixes) to run."),
+        click.option("--ignore", help="Comma-separated rule codes (or prefixes) to skip."),
+        click.option("--exclude", multiple=True, help="Glob of paths to skip (repeatable)."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache."),
+        click.option("--cache-dir", type=click.Path(file_okay=False),
+                     help="Cache folder (default: $GRADGATE_CACHE_DIR or .gradgate_cache)."),
+        click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: CPUs)."),
+        click.option("--no-prefilter", is_flag=True, hidden=True,
+                     help="Analyse every file fully with LibCST (slow; for verification)."),
+        click.option("--progress/--no-progress", default=None,
+                     help="Progress bar on stderr (default: when stderr is a terminal, not in CI)."),
+    ]
+    for decorator in reversed(decorators):
+        function = decorator(function)
+    return function
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,48 +151,61 @@ def cli() -> None:
     """Find and fix forward-path decisions gated on PyTorch grad mode."""
 
 
-def _emit(findings, output_format: str, show_source: bool, errors: int) -> None:
-    from . import reporters
-
-    if output_format == "json":
-        click.echo(reporters.render_json(findings), nl=False)
-        return
-    click.echo(reporters.render_text(findings, show_source=show_source), nl=False)
-    click.echo(reporters.summary(findings, errors))
-
-
 @cli.command()
-@_paths
-@_format
-@_select
-@_ignore
+@_shared
 @click.option("--show-source", is_flag=True, help="Show the source line and a fix hint.")
-def check(paths, output_format, select, ignore, show_source) -> None:
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
+              help="Report only findings not recorded in this baseline file.")
+@click.option("--write-baseline", "write_baseline_file", type=click.Path(dir_okay=False),
+              help="Record the current findings in this file and exit 0.")
+def check(paths, output_format, config_file, select, ignore, exclude, no_cache, cache_dir,
+          jobs, no_prefilter, progress, show_source, baseline_file, write_baseline_file) -> None:
     """Report grad-mode gated forward decisions under PATHS (default: .)."""
-    from .engine import lint_paths
+    from . import baseline
+    from .engine import Finding
 
-    result = lint_paths(paths or (".",), _config(select, ignore))
-    errors = _print_errors(result.files)
-    findings = result.findings
+    invocation = _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir,
+                             jobs, no_prefilter, progress, fix=False)
+    results = list(_results(invocation))
+    errors = _print_errors(results)
+    findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
+    root = invocation.settings.root
+    if write_baseline_file:
+        count = baseline.write(write_baseline_file, findings, root)
+        click.echo(f"Wrote {count} finding{'s' if count != 1 else ''} to {write_baseline_file}.", err=True)
+        sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
+    if baseline_file:
+        try:
+            known = baseline.load(baseline_file)
+        except baseline.BaselineError as exc:
+            raise click.UsageError(str(exc)) from None
+        total = len(findings)
+        findings = baseline.new_findings(findings, known, root)
+        if total != len(findings) and output_format == "text":
+            click.echo(f"{total - len(findings)} finding(s) in the baseline not shown.", err=True)
     _emit(findings, output_format, show_source, errors)
     sys.exit(EXIT_ERROR if errors else EXIT_FINDINGS if findings else EXIT_CLEAN)
 
 
 @cli.command()
-@_paths
-@_format
-@_select
-@_ignore
+@_shared
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes; write nothing.")
-def fix(paths, output_format, select, ignore, diff) -> None:
-    """Fix what can be fixed under PATHS (default: .); report what is left."""
+def fix(paths, output_format, config_file, select, ignore, exclude, no_cache, cache_dir, jobs,
+        no_prefilter, progress, diff) -> None:
+    """Fix what can be fixed under PATHS (default: .); report what is left.
+
+    A file is rewritten only when its fixed text re-parses, atomically, keeping its
+    encoding, line endings and permissions, and never if it changed since it was read.
+    """
     from . import reporters
-    from .engine import FileResult, iter_lint
+    from .engine import FileResult, Finding
     from .source import SourceError, write_atomic
 
+    invocation = _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir,
+                             jobs, no_prefilter, progress, fix=True)
     results: list[FileResult] = []
     changed: list[FileResult] = []
-    for result in iter_lint(paths or (".",), _config(select, ignore), fix=True):
+    for result in _results(invocation):
         if result.changed:
             if diff:
                 click.echo(reporters.unified_diff(result), nl=False)
@@ -100,7 +218,7 @@ def fix(paths, output_format, select, ignore, diff) -> None:
                 changed.append(result)
         results.append(result)
     errors = _print_errors(results)
-    remaining = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key())
+    remaining = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     verb = "Would fix" if diff else "Fixed"
     for result in changed:
         n = len(result.fixed_findings)
@@ -111,9 +229,10 @@ def fix(paths, output_format, select, ignore, diff) -> None:
         f"file{'s' if len(changed) != 1 else ''}; {len(remaining)} left.",
         err=True,
     )
-    if output_format == "json":
-        click.echo(reporters.render_json(remaining), nl=False)
+    if output_format != "text":
+        _emit(remaining, output_format, False, errors)
     elif remaining:
+        # with --diff, stdout is the patch: the findings left go to stderr
         click.echo(reporters.render_text(remaining), nl=False, err=diff)
     sys.exit(EXIT_ERROR if errors else EXIT_FINDINGS if remaining else EXIT_CLEAN)
 
@@ -137,6 +256,17 @@ def explain(code: str) -> None:
     if rule is None:
         raise click.UsageError(f"unknown rule {code!r}; `gradgate rules` lists them")
     click.echo(f"# {rule.CODE} {rule.NAME}\n\n{rule.documentation()}")
+
+
+def _register_optional_commands() -> None:
+    try:
+        from .harness.launcher import harness
+    except ImportError:  # the harness package is optional
+        return
+    cli.add_command(harness)
+
+
+_register_optional_commands()
 
 
 def main() -> None:

@@ -59,10 +59,19 @@ class Config:
     grad_names: tuple[str, ...] = DEFAULT_GRAD_NAMES
     comm_flag_patterns: tuple[str, ...] = DEFAULT_COMM_FLAG_PATTERNS
     backward_flag_patterns: tuple[str, ...] = DEFAULT_BACKWARD_FLAG_PATTERNS
+    #: calls that perform forward communication (used by flow-based rules)
+    comm_apis: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
 
     def __post_init__(self) -> None:
+        from .rule import rule_by_code
+
+        codes = set(rule_by_code()) if (self.select or self.ignore or self.per_file_ignores) else set()
+        wanted = [*(self.select or ()), *self.ignore, *(c for _, cs in self.per_file_ignores for c in cs)]
+        for code in wanted:
+            if not any(known.startswith(code.upper()) for known in codes):
+                raise ConfigError(f"unknown rule code {code!r}; `gradgate rules` lists them")
         for pattern in (*self.comm_flag_patterns, *self.backward_flag_patterns):
             try:
                 re.compile(pattern)

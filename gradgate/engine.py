@@ -37,6 +37,22 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 @dataclass(frozen=True)
+class Edit:
+    """The fix of one finding as text: replace the region with ``content``.
+
+    Lines are 1-based, columns 1-based and counted in characters; the end is
+    exclusive. Consumers that apply one edit at a time (SARIF viewers, editors) can use
+    it; ``gradgate fix`` applies the LibCST replacements themselves.
+    """
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+
+@dataclass(frozen=True)
 class Finding:
     path: str
     rule: str
@@ -47,6 +63,7 @@ class Finding:
     end_column: int  # 1-based, exclusive
     fixable: bool
     source_line: str = ""
+    edit: Edit | None = None
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.line, self.column, self.rule)
@@ -199,7 +216,7 @@ class _Analysis:
             raise LintError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
         except (RecursionError, MemoryError, ValueError) as exc:
             raise LintError(f"cannot parse: {type(exc).__name__}") from None
-        model = ModuleModel(tree, config)
+        model = ModuleModel(tree, config, None if whole else text)
         statements = [
             s for s in model.candidates
             if any(r.candidate(s, model, model.scope_at(s.lineno)) for r in rules)
@@ -251,8 +268,24 @@ class _Analysis:
                 end_column=where.end.column + 1,
                 fixable=report.replacement is not None,
                 source_line=text,
+                edit=self._edit(context, snippet, report.replacement),
             )
             yield _Found(finding, report.replacement, snippet)
+
+    @staticmethod
+    def _edit(context, snippet: Snippet, replacement) -> Edit | None:
+        import libcst as cst
+
+        if replacement is None or not isinstance(replacement.new, cst.CSTNode):
+            return None
+        where = context.position(replacement.original)
+        return Edit(
+            line=where.start.line + snippet.line_offset,
+            column=where.start.column + 1,
+            end_line=where.end.line + snippet.line_offset,
+            end_column=where.end.column + 1,
+            content=snippet.module.code_for_node(replacement.new),
+        )
 
     def fixed_text(self) -> tuple[str, list[Finding]] | None:
         """Apply, per snippet, the replacements that do not overlap an earlier one."""
@@ -309,6 +342,11 @@ def _validate(text: str) -> None:
     _parse_cst(text)
 
 
+def may_hold_findings(data: bytes, config: Config) -> bool:
+    """The bytes pre-filter: a file with none of these tokens reads no grad mode."""
+    return any(token in data for token in config.prefilter_tokens())
+
+
 def lint_source(
     path: str, data: bytes, config: Config, fix: bool = False, prefilter: bool = True
 ) -> FileResult:
@@ -321,7 +359,7 @@ def lint_source(
         encoding = decode_check(data)
     except SourceError as exc:
         return FileResult(path, error=str(exc), source=data)
-    if prefilter and not any(token in data for token in config.prefilter_tokens()):
+    if prefilter and not may_hold_findings(data, config):
         return FileResult(path, source=data, stage="prefilter")
     rules = selected_rules(config)
     text = data.decode(encoding)

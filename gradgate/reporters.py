@@ -40,6 +40,7 @@ def summary(findings: Sequence[Finding], errors: int) -> str:
 
 
 def finding_dict(finding: Finding) -> dict[str, object]:
+    edit = finding.edit
     return {
         "path": finding.path,
         "line": finding.line,
@@ -49,6 +50,10 @@ def finding_dict(finding: Finding) -> dict[str, object]:
         "rule": finding.rule,
         "message": finding.message,
         "fixable": finding.fixable,
+        "fix": None if edit is None else {
+            "line": edit.line, "column": edit.column, "end_line": edit.end_line,
+            "end_column": edit.end_column, "content": edit.content,
+        },
     }
 
 
@@ -72,3 +77,159 @@ def unified_diff(result: FileResult) -> str:
         if not line.endswith(("\n", "\r")):
             out.append("\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+# -- GitHub Actions workflow commands ---------------------------------------------------
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(findings: Sequence[Finding]) -> str:
+    out = []
+    for f in findings:
+        props = ",".join(
+            [
+                f"file={_escape_property(f.path)}",
+                f"line={f.line}",
+                f"col={f.column}",
+                f"endLine={f.end_line}",
+                f"endColumn={f.end_column}",
+                f"title={_escape_property(f'gradgate {f.rule}')}",
+            ]
+        )
+        out.append(f"::error {props}::{_escape_data(f'{f.rule} {f.message}')}\n")
+    return "".join(out)
+
+
+# -- SARIF 2.1.0 ----------------------------------------------------------------------
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _region(line: int, column: int, end_line: int, end_column: int) -> dict[str, int]:
+    return {"startLine": line, "startColumn": column, "endLine": end_line, "endColumn": end_column}
+
+
+def _uri(path: str) -> str:
+    from urllib.parse import quote
+
+    normal = path.replace("\\", "/")
+    if normal.startswith("./"):
+        normal = normal[2:]
+    return quote(normal)
+
+
+def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (), root: str | None = None) -> str:
+    import os
+
+    from . import __version__
+    from .rule import all_rules
+
+    rules = list(all_rules())
+    index = {rule.CODE: i for i, rule in enumerate(rules)}
+    driver_rules = []
+    for rule in rules:
+        doc = rule.documentation()
+        first = doc.split("## Why is this bad?")[0].replace("## What it does", "").strip()
+        driver_rules.append(
+            {
+                "id": rule.CODE,
+                "name": rule.NAME,
+                "shortDescription": {"text": rule.MESSAGE},
+                "fullDescription": {"text": " ".join(first.split())},
+                "help": {"text": doc, "markdown": doc},
+                "helpUri": f"https://github.com/gradgate/gradgate/blob/main/docs/rules/{rule.CODE}.md",
+                "defaultConfiguration": {"level": "error"},
+                "properties": {"tags": ["pytorch", "autograd", "correctness", "performance"]},
+            }
+        )
+    results = []
+    for f in findings:
+        location = {
+            "physicalLocation": {
+                "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
+                "region": _region(f.line, f.column, f.end_line, f.end_column),
+            }
+        }
+        result: dict[str, object] = {
+            "ruleId": f.rule,
+            "ruleIndex": index.get(f.rule, 0),
+            "level": "error",
+            "message": {"text": f.message},
+            "locations": [location],
+            "partialFingerprints": {"gradgate/v1": fingerprint(f)},
+        }
+        if f.edit is not None:
+            e = f.edit
+            result["fixes"] = [
+                {
+                    "description": {"text": "Remove the grad-mode operand"},
+                    "artifactChanges": [
+                        {
+                            "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
+                            "replacements": [
+                                {
+                                    "deletedRegion": _region(e.line, e.column, e.end_line, e.end_column),
+                                    "insertedContent": {"text": e.content},
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ]
+        results.append(result)
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": f"{r.path}: {r.error}"},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(r.path), "uriBaseId": "%SRCROOT%"}}}],
+        }
+        for r in errors
+    ]
+    base = (root or os.getcwd()).replace("\\", "/").rstrip("/") + "/"
+    sarif = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "gradgate",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": "https://github.com/gradgate/gradgate",
+                        "rules": driver_rules,
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + _uri_abs(base)}},
+                "invocations": [
+                    {"executionSuccessful": not errors, "toolExecutionNotifications": notifications}
+                ],
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(sarif, indent=2) + "\n"
+
+
+def _uri_abs(path: str) -> str:
+    from urllib.parse import quote
+
+    return quote(path if path.startswith("/") else "/" + path)
+
+
+def fingerprint(finding: Finding, root: str | None = None) -> str:
+    """Identity of a finding that survives unrelated edits: the rule, the file (relative
+    to ``root`` when given) and the text of its line (not its number)."""
+    import hashlib
+    import os
+
+    path = os.path.relpath(os.path.abspath(finding.path), root) if root else finding.path
+    normal = path.replace("\\", "/")
+    if normal.startswith("./"):
+        normal = normal[2:]
+    key = "\0".join([finding.rule, normal, " ".join(finding.source_line.split())])
+    return hashlib.sha256(key.encode()).hexdigest()[:32]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import bisect
 import enum
+import re
 from dataclasses import dataclass, field
 
 from .config import Config
@@ -106,11 +107,34 @@ class Scope:
 class ModuleModel:
     """Scopes, grad-mode carriers and candidate statements of one module."""
 
-    def __init__(self, tree: ast.Module, config: Config) -> None:
+    def __init__(self, tree: ast.Module, config: Config, text: str | None = None) -> None:
+        """``text``, the module's source, lets the model skip every function whose lines
+        cannot read the grad mode; without it every function is analysed."""
         self.config = config
         self._grad_functions = frozenset(config.grad_functions)
         self._inference_functions = frozenset(config.inference_functions)
         self._grad_names = frozenset(config.grad_names)
+        index = _LineIndex(text) if text is not None else None
+        words = {t.decode() for t in config.prefilter_tokens()}
+        self._interesting = index.lines_with(words, whole_words=False) if index else None
+        # A grad-mode read spells a source token, or the name of something found to
+        # carry the grad mode (an alias, a local, an attribute). Functions are skipped
+        # until their lines hold one of those; a newly found carrier name can bring a
+        # skipped function in, so iterate to a fixed point.
+        for _ in range(8):
+            self._analyse(tree)
+            if index is None:
+                break
+            new_words = self._carrier_words() - words
+            words |= new_words
+            more = set(index.lines_with(new_words, whole_words=True)) - set(self._interesting)
+            if not more:
+                break
+            self._interesting = sorted({*self._interesting, *more})
+        self.candidates: list[ast.stmt] = []
+        self._find_candidates(tree.body, self.module_scope)
+
+    def _analyse(self, tree: ast.Module) -> None:
         self.attribute_carriers: dict[str, Polarity] = {}
         self.module_scope = Scope(None)
         # (start line, -end line, scope) of every function and class, to find the
@@ -118,12 +142,27 @@ class ModuleModel:
         self._spans: list[tuple[int, int, Scope]] = []
         self._scope_of: dict[ast.AST, Scope] = {}
         self._attribute_values: list[tuple[str, ast.AST, Scope]] = []
+        self._scopes: list[Scope] = [self.module_scope]
         self._build(tree, self.module_scope)
         self._resolve_attribute_carriers()
         self._spans.sort(key=lambda s: (s[0], s[1]))
         self._starts = [s[0] for s in self._spans]
-        self.candidates: list[ast.stmt] = []
-        self._find_candidates(tree.body, self.module_scope)
+
+    def _may_read_grad(self, node: ast.AST) -> bool:
+        """Could lines ``node.lineno..node.end_lineno`` read the grad mode?"""
+        if self._interesting is None:
+            return True
+        index = bisect.bisect_left(self._interesting, node.lineno)
+        end = getattr(node, "end_lineno", None) or node.lineno
+        return index < len(self._interesting) and self._interesting[index] <= end
+
+    def _carrier_words(self) -> set[str]:
+        functions = self._grad_functions | self._inference_functions
+        words = set(self.attribute_carriers)
+        for scope in self._scopes:
+            words.update(scope.carriers)
+            words.update(name for name, target in scope.aliases.items() if target in functions)
+        return words
 
     # -- classification (shared with the LibCST view) --------------------------------
     def classify(self, shape: Shape, scope: Scope) -> Polarity:
@@ -193,7 +232,12 @@ class ModuleModel:
     def _collect(self, node: ast.AST, scope: Scope, assigned: dict) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                if not isinstance(child, ast.Lambda):
+                    scope.plain.add(child.name)
+                if not self._may_read_grad(child):
+                    continue
                 inner = Scope(scope, node=child)
+                self._scopes.append(inner)
                 self._scope_of[child] = inner
                 if not isinstance(child, ast.ClassDef):
                     for arg in _arguments(child.args):
@@ -203,8 +247,6 @@ class ModuleModel:
                             inner.plain.add(arg.arg)
                 if not isinstance(child, ast.Lambda):
                     self._spans.append((child.lineno, -(child.end_lineno or child.lineno), inner))
-                    if not isinstance(child, ast.ClassDef):
-                        scope.plain.add(child.name)
                 self._build(child, inner)
                 continue
             if isinstance(child, ast.Import):
@@ -252,6 +294,8 @@ class ModuleModel:
     # -- candidates ---------------------------------------------------------------
     def _find_candidates(self, body: list[ast.stmt], scope: Scope) -> None:
         for statement in body:
+            if not self._may_read_grad(statement):
+                continue
             inner = self._scope_of.get(statement, scope)
             if inner is scope and self._reads_grad(statement, scope):
                 self.candidates.append(statement)
@@ -279,6 +323,22 @@ class ModuleModel:
                 if self.polarity(node, scope) is not Polarity.NONE:
                     return True
         return False
+
+
+class _LineIndex:
+    """Line numbers of the places where words occur in a text."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+
+    def lines_with(self, words: set[str], whole_words: bool) -> list[int]:
+        if not words:
+            return []
+        alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+        pattern = rf"\b(?:{alternatives})\b" if whole_words else alternatives
+        found = {bisect.bisect_right(self._starts, m.start()) for m in re.finditer(pattern, self._text)}
+        return sorted(found)
 
 
 _BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")

@@ -58,6 +58,8 @@ def test_json_output(tree):
             "message": "forward communication flag `ub_overlap_ag` is gated on grad mode "
             "(`is_grad_enabled`): under torch.no_grad() the requested path is silently dropped",
             "fixable": True,
+            # the fix as a text edit: `ub_overlap_ag and is_grad_enabled` -> `ub_overlap_ag`
+            "fix": {"line": 2, "column": 21, "end_line": 2, "end_column": 54, "content": "ub_overlap_ag"},
         }
     ]
 

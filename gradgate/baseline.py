@@ -1,0 +1,84 @@
+"""Baselines: adopt gradgate on a codebase with known findings, report only new ones.
+
+A baseline records each finding by content, not position: its rule, its file and the
+text of its line (whitespace-normalised), with a count for identical lines. Edits
+elsewhere in the file (lines inserted above, reformatting of other statements) leave it
+valid; changing the flagged line itself, or adding another identical one, shows up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Sequence
+
+from .engine import Finding
+from .reporters import fingerprint
+
+FORMAT = 1
+
+
+class BaselineError(ValueError):
+    pass
+
+
+def _key(finding: Finding, root: str | None) -> tuple[str, str]:
+    return finding.rule, fingerprint(finding, root)
+
+
+def write(path: str, findings: Sequence[Finding], root: str | None = None) -> int:
+    counts = Counter(_key(f, root) for f in findings)
+    first = {}
+    for f in findings:
+        first.setdefault(_key(f, root), f)
+    entries = [
+        {
+            "rule": rule,
+            "fingerprint": digest,
+            "path": first[(rule, digest)].path.replace(os.sep, "/"),
+            "line_text": first[(rule, digest)].source_line.strip(),
+            "count": counts[(rule, digest)],
+        }
+        for rule, digest in sorted(counts, key=lambda k: (first[k].path, first[k].line))
+    ]
+    data = json.dumps({"format": FORMAT, "tool": "gradgate", "findings": entries}, indent=2) + "\n"
+    directory = os.path.dirname(os.path.abspath(path))
+    import tempfile
+
+    fd, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(data)
+    os.replace(temporary, path)
+    return len(findings)
+
+
+def load(path: str) -> Counter:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot read baseline: {exc.strerror}") from None
+    except ValueError as exc:
+        raise BaselineError(f"{path}: not a gradgate baseline (invalid JSON: {exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("findings"), list):
+        raise BaselineError(f"{path}: not a gradgate baseline (format {FORMAT} expected)")
+    known: Counter = Counter()
+    for entry in data["findings"]:
+        try:
+            known[(entry["rule"], entry["fingerprint"])] += int(entry.get("count", 1))
+        except (KeyError, TypeError, ValueError):
+            raise BaselineError(f"{path}: malformed baseline entry {entry!r}") from None
+    return known
+
+
+def new_findings(findings: Sequence[Finding], known: Counter, root: str | None = None) -> list[Finding]:
+    remaining = Counter(known)
+    out = []
+    for finding in findings:
+        key = _key(finding, root)
+        if remaining[key] > 0:
+            remaining[key] -= 1
+        else:
+            out.append(finding)
+    return out
