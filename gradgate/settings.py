@@ -63,10 +63,15 @@ def find_pyproject(start: str) -> str | None:
         if os.path.isfile(candidate):
             try:
                 with open(candidate, "rb") as handle:
-                    if "gradgate" in tomllib.load(handle).get("tool", {}):
-                        return candidate
-            except (OSError, tomllib.TOMLDecodeError):
-                pass  # someone else's broken file is not ours to judge: keep looking
+                    raw = handle.read()
+                if "gradgate" in tomllib.loads(raw.decode("utf-8")).get("tool", {}):
+                    return candidate
+            except (OSError, UnicodeDecodeError):
+                pass
+            except tomllib.TOMLDecodeError:
+                if b"tool.gradgate" in raw:
+                    return candidate  # ours and broken: load() says why
+                # someone else's broken file is not ours to judge: keep looking
         parent = os.path.dirname(directory)
         if parent == directory:
             return None
