@@ -71,6 +71,20 @@ def parse_perf_shapes(text: str) -> tuple[PerfShape, ...]:
     return tuple(shapes)
 
 
+DEFAULT_HIDDEN = 1024
+DEFAULT_SEQ = 2048
+
+
+def round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def default_case_shape(tp: int) -> tuple[int, int]:
+    """(hidden, seq) for the correctness cases: 1024 and 2048, rounded up to a multiple of
+    16 * tp so that every TP size >= 2 gets a shape it can split (1024/2048 for TP 2, 4, 8)."""
+    return round_up(DEFAULT_HIDDEN, 16 * tp), round_up(DEFAULT_SEQ, 16 * tp)
+
+
 def check_shape_for_tp(hidden: int, seq: int, tp: int) -> str | None:
     """Why (hidden, seq) cannot run at tensor-parallel size ``tp``, or None if it can.
 
@@ -83,6 +97,6 @@ def check_shape_for_tp(hidden: int, seq: int, tp: int) -> str | None:
         return f"local sequence shard {seq // tp} (= {seq} / TP {tp}) is not a multiple of 16"
     if hidden % 16:
         return f"hidden size {hidden} is not a multiple of 16"
-    if (4 * hidden // tp) % 16 or (4 * hidden) % tp or (3 * hidden) % tp:
+    if (4 * hidden) % tp or (3 * hidden) % tp or (4 * hidden // tp) % 16 or (3 * hidden // tp) % 16:
         return f"hidden size {hidden} does not split evenly over TP size {tp}"
     return None

@@ -149,11 +149,24 @@ class FixRun:
 
 
 def _gradgate_env() -> dict[str, str]:
-    """Environment in which ``python -m gradgate`` imports this very gradgate."""
+    """Environment in which ``python -m gradgate`` (run in another folder) imports this gradgate.
+
+    An installed gradgate (editable or not) is found anywhere. One imported only because the
+    current folder is its source checkout is not, so that checkout goes on PYTHONPATH, but
+    only when its rules (``gradgate.rules``, mapped from ``rules/``) resolve from it too;
+    otherwise the installed gradgate, which has them, is the better one to run.
+    """
     env = dict(os.environ)
-    project_root = str(Path(__file__).resolve().parents[2])
-    parts = [project_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env["PYTHONPATH"] = os.pathsep.join(parts)
+    project_root = Path(__file__).resolve().parents[2]
+    if Path.cwd().resolve() == project_root:
+        try:
+            spec = importlib.util.find_spec("gradgate.rules")
+        except ImportError:
+            spec = None
+        origin = Path(spec.origin).resolve() if spec is not None and spec.origin else None
+        if origin is not None and project_root in origin.parents:
+            parts = [str(project_root)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+            env["PYTHONPATH"] = os.pathsep.join(parts)
     return env
 
 
@@ -184,6 +197,7 @@ def apply_fix(package_dir: Path, python: str = sys.executable) -> FixRun:
     cmd = gradgate_command(python) + ["fix", str(package_dir)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_gradgate_env(), cwd=cwd)
     _, after, _ = run_check_json(package_dir, python, cwd=cwd)
+    before, after = _relative_paths(before, cwd), _relative_paths(after, cwd)
     return FixRun(
         command=cmd,
         exit_code=proc.returncode,
@@ -192,6 +206,21 @@ def apply_fix(package_dir: Path, python: str = sys.executable) -> FixRun:
         findings_before=before,
         findings_after=after,
     )
+
+
+def _relative_paths(findings: list[dict] | None, root: Path) -> list[dict] | None:
+    """Findings with paths shown relative to ``root`` (the overlay), which is temporary."""
+    if findings is None:
+        return None
+    out = []
+    for finding in findings:
+        finding = dict(finding)
+        try:
+            finding["path"] = str(Path(finding["path"]).resolve().relative_to(root.resolve()))
+        except (KeyError, ValueError, TypeError):
+            pass
+        out.append(finding)
+    return out
 
 
 @dataclass

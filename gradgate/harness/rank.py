@@ -27,7 +27,6 @@ import torch
 import torch.distributed as dist
 
 from .cases import (
-    BLACKWELL_RECIPES,
     MODES,
     MODULES,
     RECIPES,
@@ -57,9 +56,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--perf-recipes", default="bf16")
     p.add_argument("--perf-modules", default="all")
     p.add_argument("--perf-batch-size", type=int, default=1)
-    p.add_argument("--perf-warmup", type=int, default=5)
+    p.add_argument("--perf-warmup", type=int, default=20)
     p.add_argument("--perf-repeats", type=int, default=20)
-    p.add_argument("--perf-rounds", type=int, default=2)
+    p.add_argument("--perf-rounds", type=int, default=3)
     args = p.parse_args(argv)
     args.modules = parse_choice_list(args.modules, MODULES, "module")
     args.recipes = parse_choice_list(args.recipes, RECIPES, "recipe")
@@ -115,7 +114,7 @@ class Rank:
             "compute_capability": f"{cc[0]}.{cc[1]}",
             "torch": torch.__version__,
             "cuda": torch.version.cuda,
-            "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+            "nccl": _nccl_version(),
             "transformer_engine": transformer_engine.__version__,
             "transformer_engine_path": str(Path(transformer_engine.__file__).resolve().parent),
             "python": platform.python_version(),
@@ -202,8 +201,6 @@ class Rank:
                 hidden,
                 4 * hidden,
                 set_parallel_mode=True,
-                seq_length=seq,
-                micro_batch_size=batch,
                 ub_overlap_ag=overlap,
                 ub_overlap_rs=overlap,
                 **common,
@@ -438,11 +435,13 @@ class Rank:
         for shape in a.perf_shapes:
             why = check_shape_for_tp(shape.hidden, shape.seq, self.tp)
             tokens = shape.seq * a.perf_batch_size
+            init_error = None
             if not why:
                 try:
                     self.init_ub(tokens, shape.hidden)
                 except Exception as exc:  # noqa: BLE001
-                    why = f"initialize_ub failed: {type(exc).__name__}: {exc}"
+                    print(traceback.format_exc(), file=sys.stderr, flush=True)
+                    init_error = f"initialize_ub failed: {type(exc).__name__}: {exc}"
             for recipe in a.perf_recipes:
                 skip = why or self.recipe_skip_reason(recipe)
                 for kind in a.perf_modules:
@@ -458,6 +457,8 @@ class Rank:
                     }
                     if skip:
                         entry["skipped"] = skip
+                    elif init_error:
+                        entry["error"] = init_error
                     else:
                         try:
                             entry.update(self.perf_entry(kind, recipe, shape.hidden, shape.seq))
@@ -470,7 +471,7 @@ class Rank:
                     self.result["performance"].append(entry)
                     self.save()
                     self.log(_perf_line(entry))
-            if not why:
+            if not why and not init_error:
                 self.destroy_ub()
 
     def perf_entry(self, kind: str, recipe: str, hidden: int, seq: int) -> dict:
@@ -496,23 +497,27 @@ class Rank:
             t_ref += self.time_forwards(ref, x, recipe_obj, a.perf_repeats)
             t_test += self.time_forwards(test, x, recipe_obj, a.perf_repeats)
         used = [overlap_counts(kind, r, LNL_UB_NAME)["overlap_used"] for r in self.probe.forwards_of("test")]
-        # the slowest rank sets the pace: take the largest median over the ranks
-        t = torch.tensor([median(t_ref), median(t_test), float(sum(used)), float(len(used))], device=self.device)
-        t_max = t.clone()
+        # the slowest rank sets the pace: take the largest statistic over the ranks
+        stats = [median(t_ref), median(t_test)]
+        stats += [_quantile(t_ref, 0.1), _quantile(t_ref, 0.9), _quantile(t_test, 0.1), _quantile(t_test, 0.9)]
+        t_max = torch.tensor(stats, dtype=torch.float64, device=self.device)
         dist.all_reduce(t_max, op=dist.ReduceOp.MAX, group=self.tp_group)
-        t_min = t.clone()
+        t_min = torch.tensor([sum(used), len(used)], device=self.device)
         dist.all_reduce(t_min, op=dist.ReduceOp.MIN, group=self.tp_group)
-        ref_ms, test_ms = t_max[0].item(), t_max[1].item()
+        ref_ms, test_ms, ref_p10, ref_p90, test_p10, test_p90 = t_max.tolist()
+        n_used, n_timed = (int(v) for v in t_min.tolist())
         del test, ref, x
         return {
             "no_overlap_ms": round(ref_ms, 4),
             "overlap_ms": round(test_ms, 4),
             "speedup": round(ref_ms / test_ms, 4),
-            "overlap_used": int(t_min[2].item()) == int(t_min[3].item()) and t_min[3].item() > 0,
-            "timed_forwards": int(t_min[3].item()),
+            "no_overlap_ms_p10_p90": [round(ref_p10, 4), round(ref_p90, 4)],
+            "overlap_ms_p10_p90": [round(test_p10, 4), round(test_p90, 4)],
+            "overlap_used": n_timed > 0 and n_used == n_timed,
+            "timed_forwards": n_timed,
             "warmup": a.perf_warmup,
             "repeats": a.perf_repeats * a.perf_rounds,
-            "statistic": "median over repeats of per-forward CUDA-event time, largest over ranks",
+            "statistic": "median (and 10th/90th percentile) of per-forward CUDA-event times, largest over ranks",
         }
 
     def run(self) -> int:
@@ -530,6 +535,16 @@ class Rank:
         dist.barrier()
         dist.destroy_process_group()
         return 0
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def _nccl_version() -> str:
+    version = torch.cuda.nccl.version()
+    return ".".join(map(str, version)) if isinstance(version, (tuple, list)) else str(version)
 
 
 def _case_line(case: dict) -> str:

@@ -80,6 +80,11 @@ def case_verdict(case: dict) -> tuple[str, str]:
         return "SKIP", f"skipped: {case['skipped']}"
     if "error" in case:
         return "ERROR", case["error"]
+    if case.get("reference_userbuffers_calls"):
+        return "FAIL", (
+            f"the non-overlap reference module made {case['reference_userbuffers_calls']} UserBuffers calls: "
+            "the comparison is not against a plain NCCL path"
+        )
     matches = bool(case.get("matches_reference"))
     overlap = bool(case.get("overlap_used"))
     forwards = case.get("forwards", [])
@@ -298,8 +303,10 @@ def render_markdown(report: dict, png_name: str | None = REPORT_PNG, png_note: s
         w(" ".join(run.get("command") or []))
         w("```")
         w("")
+        removed = " (a temporary folder, removed after the run)" if fix.get("overlay_removed_after_run") else ""
         w(f"Exit code {run.get('exit_code')} ({run.get('meaning')}). Findings before the fix: "
-          f"{_count(run.get('findings_before'))}; after: {_count(run.get('findings_after'))}. Lines changed:")
+          f"{_count(run.get('findings_before'))}; after: {_count(run.get('findings_after'))}. "
+          f"Lines changed in the overlay{removed}, diffed against the installed package:")
         w("")
         for changed in fix.get("changed_files") or []:
             spans = "; ".join(
@@ -348,8 +355,11 @@ def render_markdown(report: dict, png_name: str | None = REPORT_PNG, png_note: s
     if skipped_rows:
         w("Skipped:")
         w("")
+        grouped: dict[tuple[str, str], list[str]] = {}
         for module, recipe, mode, why in skipped_rows:
-            w(f"- {module} / {recipe} / {mode}: {why}")
+            grouped.setdefault((recipe, why), []).append(f"{module}/{mode}")
+        for (recipe, why), which in grouped.items():
+            w(f"- {recipe} ({len(which)} cases: {', '.join(which)}): {why}")
         w("")
     errors = [c for c in cases if "error" in c]
     fails = failures(report)
@@ -398,10 +408,13 @@ def render_markdown(report: dict, png_name: str | None = REPORT_PNG, png_note: s
                 w(f"{head} - | - | - | {e.get('skipped') or 'error: ' + e.get('error', '')} |")
                 continue
             w(
-                f"{head} {e['no_overlap_ms']:.3f} | {e['overlap_ms']:.3f} | {e['speedup']:.3f}x "
+                f"{head} {_ms(e, 'no_overlap_ms')} | {_ms(e, 'overlap_ms')} | {e['speedup']:.3f}x "
                 f"({(e['speedup'] - 1) * 100:+.1f}%) | {'yes' if e.get('overlap_used') else '**no**'} "
                 f"({e.get('timed_forwards')} forwards) |"
             )
+        if any(f"{k}_p10_p90" in e for e in perf for k in ("no_overlap_ms", "overlap_ms")):
+            w("")
+            w("Times are medians; brackets give the 10th-90th percentile range of the per-forward times.")
         w("")
         w(f"Upstream PR #3546 reported {UPSTREAM_FIGURES}.")
         w("")
@@ -411,6 +424,12 @@ def render_markdown(report: dict, png_name: str | None = REPORT_PNG, png_note: s
             w(f"(No plot: {png_note}.)")
         w("")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _ms(entry: dict, key: str) -> str:
+    spread = entry.get(f"{key}_p10_p90")
+    text = f"{entry[key]:.3f}"
+    return f"{text} [{spread[0]:.3f}-{spread[1]:.3f}]" if spread else text
 
 
 def _count(findings) -> str:
@@ -487,7 +506,7 @@ def render_plot(report: dict, path: Path) -> str | None:
         f"{env.get('gpus')} x {env.get('gpu_name')}, TP={perf[0].get('tp')}, TE {env.get('transformer_engine')} ({te})",
         fontsize=10,
     )
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
