@@ -46,6 +46,25 @@ DEFAULT_BACKWARD_FLAG_PATTERNS: tuple[str, ...] = (
 )
 
 
+#: A call whose last name matches one of these performs communication ...
+DEFAULT_COMM_CALL_PATTERNS: tuple[str, ...] = (
+    r"all_?gather",
+    r"reduce_?scatter",
+    r"all_?reduce",
+    r"all_?to_?all",
+    r"^broadcast",
+    r"^get_ub$",
+    r"userbuffers",
+    r"param_(sync|gather)",
+    r"pre_?forward_hook",
+    r"^(i?send|i?recv|batch_isend_irecv)$",
+)
+#: ... unless it also matches one of these (backward communication)
+DEFAULT_BACKWARD_CALL_PATTERNS: tuple[str, ...] = (r"grad_sync", r"dgrad", r"wgrad", r"backward")
+#: Modules (or functions) every call into which is communication.
+DEFAULT_COMM_APIS: tuple[str, ...] = ("torch.distributed",)
+
+
 class ConfigError(ValueError):
     """A configuration value is invalid (unknown rule code, bad pattern, ...)."""
 
@@ -59,8 +78,10 @@ class Config:
     grad_names: tuple[str, ...] = DEFAULT_GRAD_NAMES
     comm_flag_patterns: tuple[str, ...] = DEFAULT_COMM_FLAG_PATTERNS
     backward_flag_patterns: tuple[str, ...] = DEFAULT_BACKWARD_FLAG_PATTERNS
-    #: calls that perform forward communication (used by flow-based rules)
+    #: qualified calls (or modules) that perform forward communication, beyond the
+    #: defaults; and call-name patterns
     comm_apis: tuple[str, ...] = ()
+    comm_call_patterns: tuple[str, ...] = DEFAULT_COMM_CALL_PATTERNS
     exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
 
@@ -72,7 +93,7 @@ class Config:
         for code in wanted:
             if not any(known.startswith(code.upper()) for known in codes):
                 raise ConfigError(f"unknown rule code {code!r}; `gradgate rules` lists them")
-        for pattern in (*self.comm_flag_patterns, *self.backward_flag_patterns):
+        for pattern in (*self.comm_flag_patterns, *self.backward_flag_patterns, *self.comm_call_patterns):
             try:
                 re.compile(pattern)
             except re.error as exc:
@@ -91,6 +112,21 @@ class Config:
 
     def is_forward_comm_flag(self, name: str) -> bool:
         return bool(self.comm_flag_re.search(name)) and not self.backward_flag_re.search(name)
+
+    @cached_property
+    def all_comm_apis(self) -> tuple[str, ...]:
+        return (*DEFAULT_COMM_APIS, *self.comm_apis)
+
+    @cached_property
+    def _comm_call_re(self) -> re.Pattern[str]:
+        return re.compile("|".join(f"(?:{p})" for p in self.comm_call_patterns) or r"(?!)")
+
+    @cached_property
+    def _backward_call_re(self) -> re.Pattern[str]:
+        return re.compile("|".join(f"(?:{p})" for p in DEFAULT_BACKWARD_CALL_PATTERNS))
+
+    def is_forward_comm_call(self, name: str) -> bool:
+        return bool(self._comm_call_re.search(name)) and not self._backward_call_re.search(name)
 
     def prefilter_tokens(self) -> tuple[bytes, ...]:
         """Byte strings of which a file must hold one to contain any grad-mode source."""

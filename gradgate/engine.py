@@ -106,6 +106,11 @@ class LintError(Exception):
     """A file's text could not be parsed or fixed; ``str()`` is the one-line reason."""
 
 
+class _FixInvalid(LintError):
+    """A fix computed on a snippet does not fit the file (e.g. it emptied a block):
+    the file is then analysed and fixed as a whole module instead."""
+
+
 def selected_rules(config: Config) -> list:
     from .rule import all_rules
 
@@ -142,14 +147,19 @@ class Snippet:
     last: int
     header: str
     module: object  # libcst.Module
+    #: a ``pass`` after the lines, so that removing every statement of an indented
+    #: snippet leaves its ``if 1:`` block valid; it is cut off again when splicing
+    sentinel: str = ""
 
     @property
     def line_offset(self) -> int:
         return self.first - 1 - self.header.count("\n")
 
-    def body_code(self) -> str:
-        code = self.module.code  # type: ignore[attr-defined]
-        return code[len(self.header):]
+    def body_of(self, module) -> str:
+        code = module.code
+        if not (code.startswith(self.header) and code.endswith(self.sentinel)):
+            raise _FixInvalid("a fix changed the snippet frame")
+        return code[len(self.header):len(code) - len(self.sentinel)]
 
 
 def _parse_cst(text: str):
@@ -186,13 +196,14 @@ def _snippets(lines: list[str], statements: Sequence[ast.stmt], whole: bool) -> 
         body = "".join(lines[first - 1:last])
         if not body.endswith(("\n", "\r")):
             body += "\n"  # last line of a file without a final newline
-        header = "if 1:\n" if body[:1] in (" ", "\t") else ""
+        indent = body[: len(body) - len(body.lstrip(" \t"))]
+        header, sentinel = ("if 1:\n", f"{indent}pass\n") if indent else ("", "")
         try:
-            module = cst.parse_module(header + body)
+            module = cst.parse_module(header + body + sentinel)
         except (cst.ParserSyntaxError, RecursionError):
             # e.g. a statement sharing its line with ``else:``: fall back to the file
             return _snippets(lines, statements, whole=True)
-        out.append(Snippet(first, last, header, module))
+        out.append(Snippet(first, last, header, module, sentinel))
     return out
 
 
@@ -324,10 +335,9 @@ class _Analysis:
                 def on_leave(self, original_node, updated_node):
                     return chosen.get(original_node, updated_node)
 
-            new_module = snippet.module.visit(Swap())
-            new_body = new_module.code[len(snippet.header):]
+            new_body = snippet.body_of(snippet.module.visit(Swap()))
             original_body = "".join(lines[snippet.first - 1:snippet.last])
-            if not original_body.endswith(("\n", "\r")) and new_body.endswith("\n"):
+            if new_body and not original_body.endswith(("\n", "\r")) and new_body.endswith("\n"):
                 new_body = new_body[:-1]  # we added that newline in _snippets
             lines[snippet.first - 1:snippet.last] = [new_body]
         return "".join(lines), applied
@@ -338,8 +348,11 @@ def _validate(text: str) -> None:
     try:
         ast.parse(text)
     except SyntaxError as exc:
-        raise LintError(f"a fix produced invalid code ({exc.msg}); file left unchanged") from None
-    _parse_cst(text)
+        raise _FixInvalid(f"a fix produced invalid code ({exc.msg}); file left unchanged") from None
+    try:
+        _parse_cst(text)
+    except LintError as exc:
+        raise _FixInvalid(str(exc)) from None
 
 
 def may_hold_findings(data: bytes, config: Config) -> bool:
@@ -364,19 +377,13 @@ def lint_source(
     rules = selected_rules(config)
     text = data.decode(encoding)
     try:
-        analysis = _Analysis(path, text, config, rules, whole=not prefilter)
-        fixed_findings: list[Finding] = []
-        current = text
-        if fix:
-            for _ in range(MAX_FIX_PASSES):
-                outcome = analysis.fixed_text()
-                if outcome is None:
-                    break
-                candidate, applied = outcome
-                _validate(candidate)
-                current = candidate
-                fixed_findings.extend(applied)
-                analysis = _Analysis(path, current, config, rules, whole=not prefilter)
+        try:
+            analysis, current, fixed_findings = _lint_text(path, text, config, rules, fix, whole=not prefilter)
+        except _FixInvalid:
+            if not prefilter:
+                raise
+            # a snippet-level fix did not fit the file: redo it on the whole module
+            analysis, current, fixed_findings = _lint_text(path, text, config, rules, fix, whole=True)
     except LintError as exc:
         return FileResult(path, error=str(exc), source=data)
     remaining = tuple(f.finding for f in analysis.found)
@@ -390,6 +397,23 @@ def lint_source(
         fixed_findings=tuple(fixed_findings),
         stage=analysis.stage,
     )
+
+
+def _lint_text(path: str, text: str, config: Config, rules: list, fix: bool, whole: bool):
+    analysis = _Analysis(path, text, config, rules, whole=whole)
+    fixed_findings: list[Finding] = []
+    current = text
+    if fix:
+        for _ in range(MAX_FIX_PASSES):
+            outcome = analysis.fixed_text()
+            if outcome is None:
+                break
+            candidate, applied = outcome
+            _validate(candidate)
+            current = candidate
+            fixed_findings.extend(applied)
+            analysis = _Analysis(path, current, config, rules, whole=whole)
+    return analysis, current, fixed_findings
 
 
 def lint_file(path: str, config: Config, fix: bool = False, prefilter: bool = True) -> FileResult:

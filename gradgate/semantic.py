@@ -64,6 +64,7 @@ class Scope:
     #: names bound here by something that is not a grad-mode value (shadowing)
     plain: set[str] = field(default_factory=set)
     node: ast.AST | None = None
+    flow: "Flow | None" = None
 
     def alias(self, name: str) -> str | None:
         scope: Scope | None = self
@@ -121,16 +122,24 @@ class ModuleModel:
         # carry the grad mode (an alias, a local, an attribute). Functions are skipped
         # until their lines hold one of those; a newly found carrier name can bring a
         # skipped function in, so iterate to a fixed point.
+        self._functions = _module_functions(tree)
+        self._seeds: dict[ast.AST, dict[str, Polarity]] = {}
         for _ in range(8):
             self._analyse(tree)
-            if index is None:
+            seeds = self._parameter_seeds()
+            seeds_changed, self._seeds = seeds != self._seeds, seeds
+            more: set[int] = set()
+            if index is not None and self._interesting is not None:
+                for function in seeds:  # a helper receiving the grad mode is analysed
+                    more.update(range(function.lineno, (function.end_lineno or function.lineno) + 1))
+                new_words = self._carrier_words() - words
+                words |= new_words
+                more.update(index.lines_with(new_words, whole_words=True))
+                more -= set(self._interesting)
+                if more:
+                    self._interesting = sorted({*self._interesting, *more})
+            if not seeds_changed and not more:
                 break
-            new_words = self._carrier_words() - words
-            words |= new_words
-            more = set(index.lines_with(new_words, whole_words=True)) - set(self._interesting)
-            if not more:
-                break
-            self._interesting = sorted({*self._interesting, *more})
         self.candidates: list[ast.stmt] = []
         self._find_candidates(tree.body, self.module_scope)
 
@@ -143,6 +152,7 @@ class ModuleModel:
         self._scope_of: dict[ast.AST, Scope] = {}
         self._attribute_values: list[tuple[str, ast.AST, Scope]] = []
         self._scopes: list[Scope] = [self.module_scope]
+        self._calls: list[tuple[ast.Call, Scope]] = []
         self._build(tree, self.module_scope)
         self._resolve_attribute_carriers()
         self._spans.sort(key=lambda s: (s[0], s[1]))
@@ -240,9 +250,12 @@ class ModuleModel:
                 self._scopes.append(inner)
                 self._scope_of[child] = inner
                 if not isinstance(child, ast.ClassDef):
+                    seeds = self._seeds.get(child, {})
                     for arg in _arguments(child.args):
                         if arg.arg in self._grad_names:
                             inner.carriers[arg.arg] = Polarity.GRAD
+                        elif arg.arg in seeds:
+                            inner.carriers[arg.arg] = seeds[arg.arg]
                         else:
                             inner.plain.add(arg.arg)
                 if not isinstance(child, ast.Lambda):
@@ -270,6 +283,8 @@ class ModuleModel:
                     else:
                         for name in _bound_names(target):
                             assigned.setdefault(name, []).append(None)
+            elif isinstance(child, ast.Call):
+                self._calls.append((child, scope))
             elif isinstance(child, (ast.For, ast.AsyncFor, ast.comprehension)):
                 for name in _bound_names(child.target):
                     assigned.setdefault(name, []).append(None)
@@ -290,6 +305,96 @@ class ModuleModel:
         for attr, polarities in seen.items():
             if len(polarities) == 1 and Polarity.NONE not in polarities:
                 self.attribute_carriers[attr] = polarities.pop()
+
+    # -- values passed to helpers ---------------------------------------------------
+    def _callee(self, call: ast.Call, scope: Scope) -> tuple[ast.AST, int] | None:
+        """The function of this module a call runs, and how many leading parameters the
+        call does not pass (1 for ``self.method(...)``)."""
+        func = call.func
+        if isinstance(func, ast.Name) and scope.alias(func.id) is None:
+            function = self._functions.get(func.id)
+            return (function, 0) if function is not None else None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            for enclosing in scope.functions:
+                if isinstance(enclosing, ast.ClassDef):
+                    function = self._functions.get(f"{enclosing.name}.{func.attr}")
+                    return (function, 1) if function is not None else None
+        return None
+
+    def _parameter_seeds(self) -> dict[ast.AST, dict[str, Polarity]]:
+        """Parameters that receive the grad mode at every call site in the module (a
+        helper ``def _fwd(x, training)`` always called as ``_fwd(x, is_grad_enabled)``)."""
+        passed: dict[ast.AST, dict[str, set[Polarity]]] = {}
+        for call, scope in self._calls:
+            resolved = self._callee(call, scope)
+            if resolved is None:
+                continue
+            function, skip = resolved
+            params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]][skip:]
+            received = passed.setdefault(function, {})
+            given: dict[str, Polarity] = {}
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                given = {p: Polarity.NONE for p in params}
+            else:
+                for name, value in zip(params, call.args):
+                    given[name] = self.polarity(value, scope)
+                for keyword in call.keywords:
+                    given[keyword.arg] = self.polarity(keyword.value, scope)
+            for name in {*params, *(a.arg for a in function.args.kwonlyargs)}:
+                received.setdefault(name, set()).add(given.get(name, Polarity.NONE))
+        seeds: dict[ast.AST, dict[str, Polarity]] = {}
+        for function, params in passed.items():
+            for name, polarities in params.items():
+                if len(polarities) == 1 and Polarity.NONE not in polarities:
+                    seeds.setdefault(function, {})[name] = next(iter(polarities))
+        return seeds
+
+    # -- what a flag controls -------------------------------------------------------
+    def is_comm_call(self, call: ast.Call, scope: Scope) -> bool:
+        """Does this call perform (forward) communication?"""
+        last = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+        return self.is_comm_callee(ast_dotted(call.func), last, scope)
+
+    def is_comm_callee(self, dotted: str | None, last: str | None, scope: Scope) -> bool:
+        """Is a call of ``dotted`` (``a.b.c``, None if not a plain chain) whose last name
+        is ``last`` forward communication: a configured API, or a name like one?"""
+        if dotted is not None:
+            qualified = scope.qualify(dotted)
+            if any(qualified == api or qualified.startswith(api + ".") for api in self.config.all_comm_apis):
+                return True
+        return last is not None and self.config.is_forward_comm_call(last)
+
+    def flow(self, scope: Scope) -> "Flow":
+        if scope.flow is None:
+            scope.flow = Flow.of(self, scope)
+        return scope.flow
+
+    def flag_kind(self, scope: Scope, name: str) -> str | None:
+        """``"comm"`` when the local ``name`` selects forward communication (by its name,
+        or because it feeds a communication call or guards one), ``"backward"`` when it
+        belongs to the backward pass (by its name, or because every use of it is on
+        ``ctx`` or in ``save_for_backward``), else None."""
+        if self.config.backward_flag_re.search(name):
+            return "backward"
+        flow = self.flow(scope)
+        if name in flow.comm:
+            return "comm"
+        if flow.uses.get(name) and flow.uses[name] == flow.backward_uses.get(name):
+            return "backward"
+        if self.config.comm_flag_re.search(name):
+            return "comm"
+        return None
+
+    def enclosing_class_bases(self, scope: Scope) -> tuple[str, list[str]] | None:
+        """(method name, qualified bases of its class) for a method's scope."""
+        nodes = scope.functions
+        if len(nodes) >= 2 and isinstance(nodes[1], ast.ClassDef) and not isinstance(nodes[0], ast.ClassDef):
+            klass = nodes[1]
+            class_scope = self._scope_of.get(klass, self.module_scope)
+            parent = class_scope.parent or self.module_scope
+            bases = [parent.qualify(d) for d in (ast_dotted(b) for b in klass.bases) if d]
+            return getattr(nodes[0], "name", ""), bases
+        return None
 
     # -- candidates ---------------------------------------------------------------
     def _find_candidates(self, body: list[ast.stmt], scope: Scope) -> None:
@@ -323,6 +428,128 @@ class ModuleModel:
                 if self.polarity(node, scope) is not Polarity.NONE:
                     return True
         return False
+
+
+@dataclass
+class Flow:
+    """What the names of one function feed: forward communication, or only backward."""
+
+    comm: set[str] = field(default_factory=set)
+    uses: dict[str, int] = field(default_factory=dict)
+    backward_uses: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, model: "ModuleModel", scope: Scope) -> "Flow":
+        flow = cls()
+        root = scope.node if scope.node is not None else None
+        if root is None:
+            return flow
+        statements = list(_walk_function(root))
+        for node in statements:
+            if isinstance(node, ast.Call):
+                # a flag handed to a communication call, or to a keyword named like one
+                if model.is_comm_call(node, scope):
+                    flow.comm.update(_flag_names([*node.args, *(k.value for k in node.keywords)]))
+                flow.comm.update(_flag_names(
+                    [k.value for k in node.keywords if k.arg and model.config.is_forward_comm_flag(k.arg)]
+                ))
+            elif isinstance(node, (ast.If, ast.IfExp)):
+                # a flag that is (a conjunct of) the condition of a branch whose own
+                # statements, not nested blocks, call a communication API
+                direct = node.body if isinstance(node.body, list) else [node.body]
+                if any(
+                    isinstance(n, ast.Call) and model.is_comm_call(n, scope)
+                    for part in direct for n in _walk_statement(part)
+                ):
+                    flow.comm.update(_flag_names(_conjuncts(node.test)))
+            if isinstance(node, ast.stmt):
+                flow._count_uses(node)
+        return flow
+
+    def _count_uses(self, statement: ast.stmt) -> None:
+        own: set[str] = set()
+        backward_values: list[ast.AST] = []
+        if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            own = {t.id for t in targets if isinstance(t, ast.Name)}
+            if statement.value is not None and any(
+                isinstance(t, ast.Attribute) and ast_dotted(t.value) == "ctx" for t in targets
+            ):
+                backward_values.append(statement.value)
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            func = statement.value.func
+            if isinstance(func, ast.Attribute) and func.attr == "save_for_backward":
+                backward_values.extend(statement.value.args)
+        backward = {id(n) for v in backward_values for n in ast.walk(v)}
+        for field_name, value in ast.iter_fields(statement):
+            if field_name in _BODY_FIELDS:
+                continue
+            for part in value if isinstance(value, list) else [value]:
+                if not isinstance(part, ast.AST):
+                    continue
+                for node in ast.walk(part):
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in own:
+                        self.uses[node.id] = self.uses.get(node.id, 0) + 1
+                        if id(node) in backward:
+                            self.backward_uses[node.id] = self.backward_uses.get(node.id, 0) + 1
+
+
+def _walk_function(root: ast.AST):
+    """Every node under ``root``, not entering nested functions, classes or lambdas."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                stack.append(child)
+
+
+def _walk_statement(node: ast.AST):
+    """The expressions of one statement (or an expression), not its nested blocks."""
+    if isinstance(node, ast.stmt):
+        for name, value in ast.iter_fields(node):
+            if name in _BODY_FIELDS:
+                continue
+            for part in value if isinstance(value, list) else [value]:
+                if isinstance(part, ast.AST):
+                    yield from ast.walk(part)
+    else:
+        yield from ast.walk(node)
+
+
+def _conjuncts(test: ast.AST) -> list[ast.AST]:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [c for v in test.values for c in _conjuncts(v)]
+    return [test]
+
+
+def _flag_names(expressions) -> set[str]:
+    """Names used directly as the values (``flag``, ``not flag``)."""
+    out = set()
+    for expression in expressions:
+        while isinstance(expression, ast.UnaryOp) and isinstance(expression.op, ast.Not):
+            expression = expression.operand
+        if isinstance(expression, ast.Name):
+            out.add(expression.id)
+    return out
+
+
+def _loaded_names(expression: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(expression) if isinstance(n, ast.Name)}
+
+
+def _module_functions(tree: ast.Module) -> dict[str, ast.AST]:
+    """Module-level functions by name, and methods as ``Class.method``."""
+    out: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    out[f"{node.name}.{item.name}"] = item
+    return out
 
 
 class _LineIndex:

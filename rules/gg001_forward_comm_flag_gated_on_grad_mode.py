@@ -6,9 +6,10 @@ import ast
 
 import libcst as cst
 
-from gradgate.boolchain import conjuncts, is_and, remove_conjunct
+from gradgate.gates import call_name, contains_call, grad_gates, is_falsy_constant
 from gradgate.gradmode import dotted_name
 from gradgate.rule import Invalid, Replacement, Rule, Valid
+from gradgate.semantic import Polarity
 
 
 def _flag_name(target: cst.BaseExpression) -> str | None:
@@ -193,19 +194,41 @@ class ForwardCommFlagGatedOnGradMode(Rule):
 
     @classmethod
     def candidate(cls, statement, model, scope) -> bool:
+        if isinstance(statement, ast.If):
+            return True
         if isinstance(statement, ast.Assign):
             targets = statement.targets if len(statement.targets) == 1 else []
         elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
             targets = [statement.target]
         else:
-            return False
+            targets = []
         for target in targets:
-            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
-            if name is not None and model.config.is_forward_comm_flag(name):
+            if isinstance(target, ast.Name) and model.flag_kind(scope, target.id) == "comm":
                 return True
-        return False
+            if isinstance(target, ast.Attribute) and model.config.is_forward_comm_flag(target.attr):
+                return True
+        return any(
+            isinstance(node, ast.Call)
+            and any(k.arg and model.config.is_forward_comm_flag(k.arg) for k in node.keywords)
+            for node in ast.walk(statement)
+        )
 
-    # -- assignments --------------------------------------------------------------
+    # -- what is a forward communication flag ---------------------------------------
+    def _flag(self, target: cst.BaseExpression) -> str | None:
+        """The forward communication flag an assignment sets, or None."""
+        if isinstance(target, cst.Name):
+            kind = self.context.model.flag_kind(self.context.grad.scope(target), target.value)
+            return target.value if kind == "comm" else None
+        name = _flag_name(target)
+        if name is not None and self.context.config.is_forward_comm_flag(name):
+            return name
+        return None
+
+    def _is_comm_call(self, call: cst.Call) -> bool:
+        dotted, last = call_name(call)
+        return self.context.model.is_comm_callee(dotted, last, self.context.grad.scope(call))
+
+    # -- assignments and keyword arguments --------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1:
             self._check(node.targets[0].target, node.value)
@@ -217,8 +240,8 @@ class ForwardCommFlagGatedOnGradMode(Rule):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if not isinstance(node.operator, cst.BitAndAssign):
             return
-        flag = _flag_name(node.target)
-        if flag is None or not self.context.config.is_forward_comm_flag(flag):
+        flag = self._flag(node.target)
+        if flag is None:
             return
         if self.context.grad.is_grad_mode(node.value):
             # nothing to keep: the fix would delete the statement, which may be the
@@ -227,24 +250,53 @@ class ForwardCommFlagGatedOnGradMode(Rule):
         else:
             self._check(node.target, node.value)
 
-    # -- helpers ------------------------------------------------------------------
-    def _check(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        flag = _flag_name(target)
-        if flag is None or not is_and(value):
-            return
-        if not self.context.config.is_forward_comm_flag(flag):
-            return
-        for operand in conjuncts(value):
-            if self.context.grad.is_grad_mode(operand):
-                removal = remove_conjunct(value, operand)
-                replacement = (
-                    Replacement(removal.original, removal.replacement) if removal else None
-                )
-                self._report(flag, operand, replacement)
+    def visit_Call(self, node: cst.Call) -> None:
+        for argument in node.args:
+            keyword = argument.keyword.value if argument.keyword is not None else None
+            if keyword is not None and self.context.config.is_forward_comm_flag(keyword):
+                for gate in grad_gates(argument.value, self.context.grad):
+                    self._report(keyword, gate.operand, gate.replacement)
 
-    def _report(
-        self, flag: str, operand: cst.CSTNode, replacement: Replacement | None
-    ) -> None:
+    def _check(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        flag = self._flag(target)
+        if flag is None:
+            return
+        for gate in grad_gates(value, self.context.grad):
+            self._report(flag, gate.operand, gate.replacement)
+
+    # -- control flow ---------------------------------------------------------------
+    def visit_If(self, node: cst.If) -> None:
+        grad = self.context.grad
+        polarity = grad.polarity(node.test)
+        if polarity is Polarity.NO_GRAD and node.orelse is None:
+            # if not grad: flag = False
+            flags = _falsy_assignments(node.body)
+            if flags and all(self._flag(t) for t in flags):
+                fix = None if _has_comment(node) else Replacement(node, cst.RemoveFromParent())
+                self._report(self._flag(flags[0]), _read(node.test), fix)
+            return
+        if polarity is Polarity.GRAD:
+            # if grad: flag = x / else: flag = False
+            kept = _single_assignment(node.body)
+            dropped = _single_assignment(node.orelse.body) if isinstance(node.orelse, cst.Else) else None
+            if (
+                kept is not None and dropped is not None
+                and isinstance(dropped.value, cst.BaseExpression) and is_falsy_constant(dropped.value)
+                and _same_target(kept, dropped) and self._flag(kept.targets[0].target)
+            ):
+                fix = None if _has_comment(node.orelse) or _has_comment_outside(node) else Replacement(
+                    node, cst.FlattenSentinel(node.body.body)
+                )
+                self._report(self._flag(kept.targets[0].target), _read(node.test), fix)
+            return
+        # if <a and grad and b>: <forward communication>
+        gates = grad_gates(node.test, grad)
+        if gates and contains_call(node.body, self._is_comm_call):
+            for gate in gates:
+                self._report_control(gate.operand, gate.replacement)
+
+    # -- reporting ------------------------------------------------------------------
+    def _report(self, flag: str | None, operand: cst.CSTNode, replacement: Replacement | None) -> None:
         grad = self.context.module.code_for_node(operand).strip()
         self.report(
             operand,
@@ -252,3 +304,56 @@ class ForwardCommFlagGatedOnGradMode(Rule):
             "under torch.no_grad() the requested path is silently dropped",
             replacement,
         )
+
+    def _report_control(self, operand: cst.CSTNode, replacement: Replacement | None) -> None:
+        grad = self.context.module.code_for_node(operand).strip()
+        self.report(
+            operand,
+            f"forward communication is gated on grad mode (`{grad}`): "
+            "under torch.no_grad() it is silently skipped",
+            replacement,
+        )
+
+
+def _read(test: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(test, cst.UnaryOperation):
+        test = test.expression
+    return test
+
+
+def _falsy_assignments(block: cst.BaseSuite) -> list[cst.BaseExpression]:
+    """Targets of a block made only of ``flag = False`` statements (else [])."""
+    targets = []
+    statements = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    for line in statements:
+        if not isinstance(line, cst.SimpleStatementLine):
+            return []
+        for small in line.body:
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and is_falsy_constant(small.value)):
+                return []
+            targets.append(small.targets[0].target)
+    return targets
+
+
+def _single_assignment(block) -> cst.Assign | None:
+    if not isinstance(block, cst.IndentedBlock) or len(block.body) != 1:
+        return None
+    line = block.body[0]
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return None
+    small = line.body[0]
+    return small if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
+
+
+def _same_target(a: cst.Assign, b: cst.Assign) -> bool:
+    return cst.Module([]).code_for_node(a.targets[0].target) == cst.Module([]).code_for_node(b.targets[0].target)
+
+
+def _has_comment(node: cst.CSTNode) -> bool:
+    return "#" in cst.Module([]).code_for_node(node)
+
+
+def _has_comment_outside(node: cst.If) -> bool:
+    """A comment on the ``if`` line itself (kept body statements keep their own)."""
+    header = cst.Module([]).code_for_node(node.with_changes(body=cst.IndentedBlock([]), orelse=None))
+    return "#" in header
