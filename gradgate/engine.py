@@ -150,6 +150,8 @@ class Snippet:
     #: a ``pass`` after the lines, so that removing every statement of an indented
     #: snippet leaves its ``if 1:`` block valid; it is cut off again when splicing
     sentinel: str = ""
+    #: LibCST regenerates the parsed text exactly; fixes are applied only then
+    lossless: bool = True
 
     @property
     def line_offset(self) -> int:
@@ -186,25 +188,61 @@ def _ranges(statements: Sequence[ast.stmt]) -> list[tuple[int, int]]:
     return ranges
 
 
-def _snippets(lines: list[str], statements: Sequence[ast.stmt], whole: bool) -> list[Snippet]:
+def _frame(lines: list[str], first: int, last: int, top_level: bool = False):
+    """Lines ``first..last`` framed to parse alone: ``(header, body, sentinel)``.
+
+    Every frame ends in a ``pass`` sentinel line: it keeps an indented block valid when
+    a fix removes its last statement, and keeps LibCST from dropping the final line
+    ending of a file whose lines end in a lone CR.
+    """
+    body = "".join(lines[first - 1:last])
+    if not body.endswith(("\n", "\r")):
+        body += "\n"  # last line of a file without a final newline
+    indent = "" if top_level else body[: len(body) - len(body.lstrip(" \t"))]
+    return ("if 1:\n" if indent else ""), body, f"{indent}pass\n"
+
+
+def _parse_frame(lines: list[str], first: int, last: int, top_level: bool = False) -> Snippet | None:
+    """The snippet of lines ``first..last``, or None if they do not parse alone or
+    LibCST would not regenerate them byte for byte."""
     import libcst as cst
 
-    if whole:
-        return [Snippet(1, len(lines), "", _parse_cst("".join(lines)))]
-    out = []
-    for first, last in _ranges(statements):
-        body = "".join(lines[first - 1:last])
-        if not body.endswith(("\n", "\r")):
-            body += "\n"  # last line of a file without a final newline
-        indent = body[: len(body) - len(body.lstrip(" \t"))]
-        header, sentinel = ("if 1:\n", f"{indent}pass\n") if indent else ("", "")
-        try:
-            module = cst.parse_module(header + body + sentinel)
-        except (cst.ParserSyntaxError, RecursionError):
-            # e.g. a statement sharing its line with ``else:``: fall back to the file
-            return _snippets(lines, statements, whole=True)
-        out.append(Snippet(first, last, header, module, sentinel))
-    return out
+    header, body, sentinel = _frame(lines, first, last, top_level)
+    try:
+        module = cst.parse_module(header + body + sentinel)
+    except (cst.ParserSyntaxError, RecursionError):
+        return None
+    if module.code != header + body + sentinel:
+        return None
+    return Snippet(first, last, header, module, sentinel)
+
+
+def _snippets(lines: list[str], statements: Sequence[ast.stmt], whole: bool) -> list[Snippet]:
+    """Parse the candidate statements' lines (or the whole file) with LibCST.
+
+    A statement that does not parse alone (it shares its line with ``else:``, say)
+    sends the whole file to LibCST. The whole file is framed like a snippet, less its
+    trailing blank lines, which LibCST does not always reproduce; if it still cannot be
+    reproduced byte for byte it is analysed, but its findings are not fixed.
+    """
+    if not whole:
+        out = []
+        for first, last in _ranges(statements):
+            snippet = _parse_frame(lines, first, last)
+            if snippet is None:
+                return _snippets(lines, statements, whole=True)
+            out.append(snippet)
+        return out
+    last = len(lines)
+    while last and not lines[last - 1].strip():
+        last -= 1
+    if last == 0:
+        return []
+    snippet = _parse_frame(lines, 1, last, top_level=True)
+    if snippet is not None:
+        return [snippet]
+    module = _parse_cst("".join(lines))  # raises the syntax error, if that is the cause
+    return [Snippet(1, len(lines), "", module, "", lossless=False)]
 
 
 # -- analysis ----------------------------------------------------------------------
@@ -277,11 +315,11 @@ class _Analysis:
                 column=where.start.column + 1,
                 end_line=where.end.line + snippet.line_offset,
                 end_column=where.end.column + 1,
-                fixable=report.replacement is not None,
+                fixable=report.replacement is not None and snippet.lossless,
                 source_line=text,
-                edit=self._edit(context, snippet, report.replacement),
+                edit=self._edit(context, snippet, report.replacement) if snippet.lossless else None,
             )
-            yield _Found(finding, report.replacement, snippet)
+            yield _Found(finding, report.replacement if snippet.lossless else None, snippet)
 
     @staticmethod
     def _edit(context, snippet: Snippet, replacement) -> Edit | None:

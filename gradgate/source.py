@@ -8,6 +8,7 @@ reader never sees half a file and the file keeps its permissions.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -48,6 +49,11 @@ def decode_check(data: bytes) -> str:
 
 def read_source(path: str) -> SourceFile:
     try:
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
+            raise SourceError("not a regular file")
         with open(path, "rb") as handle:
             data = handle.read()
     except IsADirectoryError:
@@ -57,6 +63,8 @@ def read_source(path: str) -> SourceFile:
             raise SourceError("broken symbolic link") from None
         raise SourceError("no such file") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SourceError("symbolic link loop") from None
         raise SourceError(exc.strerror or str(exc)) from None
     return SourceFile(path, data, decode_check(data))
 
