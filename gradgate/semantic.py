@@ -447,9 +447,10 @@ class Flow:
         statements = list(_walk_function(root))
         for node in statements:
             if isinstance(node, ast.Call):
-                # a flag handed to a communication call, or to a keyword named like one
+                # a flag handed to a communication call as an option (a keyword: the
+                # positional arguments are its tensors), or to a keyword named like one
                 if model.is_comm_call(node, scope):
-                    flow.comm.update(_flag_names([*node.args, *(k.value for k in node.keywords)]))
+                    flow.comm.update(_flag_names([k.value for k in node.keywords]))
                 flow.comm.update(_flag_names(
                     [k.value for k in node.keywords if k.arg and model.config.is_forward_comm_flag(k.arg)]
                 ))

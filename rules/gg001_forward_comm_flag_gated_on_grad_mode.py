@@ -329,7 +329,12 @@ def _falsy_assignments(block: cst.BaseSuite) -> list[cst.BaseExpression]:
         if not isinstance(line, cst.SimpleStatementLine):
             return []
         for small in line.body:
-            if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and is_falsy_constant(small.value)):
+            if not (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and is_falsy_constant(small.value)
+                and not (isinstance(small.value, cst.Name) and small.value.value == "None")
+            ):
                 return []
             targets.append(small.targets[0].target)
     return targets
