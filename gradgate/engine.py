@@ -281,7 +281,7 @@ class _Analysis:
     def _visit(self, snippet: Snippet, model: ModuleModel, config: Config, rules: list):
         from libcst.metadata import MetadataWrapper, PositionProvider
 
-        from .rule import RuleContext
+        from .rule import RuleContext, RuleDispatcher
 
         wrapper = MetadataWrapper(snippet.module, unsafe_skip_copy=True)
         providers = {PositionProvider}
@@ -297,7 +297,7 @@ class _Analysis:
                 model=model,
                 line_offset=snippet.line_offset,
             )
-            wrapper.visit_batched([rule(context) for rule in rules])
+            snippet.module.visit(RuleDispatcher([rule(context) for rule in rules]))
         except RecursionError:
             raise LintError("too deeply nested to analyse") from None
         for report in context.reports:

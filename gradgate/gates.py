@@ -133,7 +133,14 @@ class _CallFinder(cst.CSTVisitor):
         return False
 
 
-def contains_call(node: cst.CSTNode, predicate) -> bool:
-    finder = _CallFinder(predicate)
-    node.visit(finder)
-    return finder.found
+def contains_direct_call(block: cst.BaseSuite, predicate) -> bool:
+    """Does a statement of ``block`` itself (not a nested block) make a call for which
+    ``predicate`` holds?"""
+    lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    for line in lines:
+        if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            finder = _CallFinder(predicate)
+            line.visit(finder)
+            if finder.found:
+                return True
+    return False

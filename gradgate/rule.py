@@ -158,6 +158,38 @@ class Rule(cst.BatchableCSTVisitor):
         return [s for s in DOC_SECTIONS if f"## {s}" not in doc]
 
 
+class RuleDispatcher(cst.CSTVisitor):
+    """Runs several rules in one traversal (what LibCST's ``visit_batched`` does, with
+    each rule class's ``visit_*`` / ``leave_*`` table computed once, not per module)."""
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        super().__init__()
+        self._visit: dict[str, list] = {}
+        self._leave: dict[str, list] = {}
+        for rule in rules:
+            visits, leaves = _method_names(type(rule))
+            for node_type, name in visits:
+                self._visit.setdefault(node_type, []).append(getattr(rule, name))
+            for node_type, name in leaves:
+                self._leave.setdefault(node_type, []).append(getattr(rule, name))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        for method in self._visit.get(type(node).__name__, ()):
+            method(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        for method in self._leave.get(type(original_node).__name__, ()):
+            method(original_node)
+
+
+@cache
+def _method_names(rule: type[Rule]) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    visits = tuple((n[6:], n) for n in dir(rule) if n.startswith("visit_") and "_" not in n[6:])
+    leaves = tuple((n[6:], n) for n in dir(rule) if n.startswith("leave_") and "_" not in n[6:])
+    return visits, leaves
+
+
 @cache
 def all_rules() -> tuple[type[Rule], ...]:
     """Every rule in :mod:`gradgate.rules`, ordered by code."""

@@ -364,6 +364,18 @@ class ModuleModel:
                 return True
         return last is not None and self.config.is_forward_comm_call(last)
 
+    def gate_shaped(self, expression: ast.AST | None, scope: Scope) -> bool:
+        """Cheap test: could ``expression`` hold a grad-mode gate (an ``and`` chain, a
+        ternary or an ``all(...)`` with a grad-mode read in it)? Never False where
+        :func:`gradgate.gates.grad_gates` finds one."""
+        if isinstance(expression, ast.BoolOp) and isinstance(expression.op, ast.And):
+            return self._expression_reads_grad(expression, scope)
+        if isinstance(expression, ast.IfExp):
+            return self._expression_reads_grad(expression.test, scope)
+        if isinstance(expression, ast.Call) and getattr(expression.func, "id", None) == "all":
+            return self._expression_reads_grad(expression, scope)
+        return False
+
     def flow(self, scope: Scope) -> "Flow":
         if scope.flow is None:
             scope.flow = Flow.of(self, scope)
@@ -458,10 +470,7 @@ class Flow:
                 # a flag that is (a conjunct of) the condition of a branch whose own
                 # statements, not nested blocks, call a communication API
                 direct = node.body if isinstance(node.body, list) else [node.body]
-                if any(
-                    isinstance(n, ast.Call) and model.is_comm_call(n, scope)
-                    for part in direct for n in _walk_statement(part)
-                ):
+                if any(isinstance(n, ast.Call) and model.is_comm_call(n, scope) for n in direct_nodes(direct)):
                     flow.comm.update(_flag_names(_conjuncts(node.test)))
             if isinstance(node, ast.stmt):
                 flow._count_uses(node)
@@ -517,6 +526,13 @@ def _walk_statement(node: ast.AST):
                     yield from ast.walk(part)
     else:
         yield from ast.walk(node)
+
+
+def direct_nodes(block: list[ast.stmt]):
+    """A block's own statements and their expression nodes, not nested blocks."""
+    for statement in block:
+        yield statement
+        yield from _walk_statement(statement)
 
 
 def _conjuncts(test: ast.AST) -> list[ast.AST]:

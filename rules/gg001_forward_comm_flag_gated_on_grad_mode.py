@@ -6,7 +6,8 @@ import ast
 
 import libcst as cst
 
-from gradgate.gates import call_name, contains_call, grad_gates, is_falsy_constant
+from gradgate.gates import call_name, contains_direct_call, grad_gates, is_falsy_constant
+from gradgate.semantic import direct_nodes
 from gradgate.gradmode import dotted_name
 from gradgate.rule import Invalid, Replacement, Rule, Valid
 from gradgate.semantic import Polarity
@@ -195,21 +196,32 @@ class ForwardCommFlagGatedOnGradMode(Rule):
     @classmethod
     def candidate(cls, statement, model, scope) -> bool:
         if isinstance(statement, ast.If):
-            return True
-        if isinstance(statement, ast.Assign):
-            targets = statement.targets if len(statement.targets) == 1 else []
-        elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
-            targets = [statement.target]
-        else:
-            targets = []
-        for target in targets:
-            if isinstance(target, ast.Name) and model.flag_kind(scope, target.id) == "comm":
-                return True
-            if isinstance(target, ast.Attribute) and model.config.is_forward_comm_flag(target.attr):
-                return True
+            # a flag assigned, or a collective run, by the branches' own statements
+            for node in (n for block in (statement.body, statement.orelse) for n in direct_nodes(block)):
+                if isinstance(node, ast.Call) and model.is_comm_call(node, scope):
+                    return True
+                if isinstance(node, ast.Assign) and any(
+                    (isinstance(t, ast.Name) and model.flag_kind(scope, t.id) == "comm")
+                    or (isinstance(t, ast.Attribute) and model.config.is_forward_comm_flag(t.attr))
+                    for t in node.targets
+                ):
+                    return True
+            return False
+        if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            gated = model.gate_shaped(statement.value, scope) or (
+                isinstance(statement, ast.AugAssign) and model.polarity(statement.value, scope) is Polarity.GRAD
+            )
+            if gated and len(targets) == 1:
+                target = targets[0]
+                if isinstance(target, ast.Name) and model.flag_kind(scope, target.id) == "comm":
+                    return True
+                if isinstance(target, ast.Attribute) and model.config.is_forward_comm_flag(target.attr):
+                    return True
         return any(
             isinstance(node, ast.Call)
-            and any(k.arg and model.config.is_forward_comm_flag(k.arg) for k in node.keywords)
+            and any(k.arg and model.config.is_forward_comm_flag(k.arg) and model.gate_shaped(k.value, scope)
+                    for k in node.keywords)
             for node in ast.walk(statement)
         )
 
@@ -291,7 +303,7 @@ class ForwardCommFlagGatedOnGradMode(Rule):
             return
         # if <a and grad and b>: <forward communication>
         gates = grad_gates(node.test, grad)
-        if gates and contains_call(node.body, self._is_comm_call):
+        if gates and contains_direct_call(node.body, self._is_comm_call):
             for gate in gates:
                 self._report_control(gate.operand, gate.replacement)
 

@@ -119,7 +119,10 @@ class GradModeReadInAutogradFunctionForward(Rule):
 
     @classmethod
     def candidate(cls, statement, model, scope) -> bool:
-        return cls._in_function_forward(model, scope)
+        return cls._in_function_forward(model, scope) and any(
+            isinstance(node, ast.Call) and model.polarity(node, scope) is not Polarity.NONE
+            for node in ast.walk(statement)
+        )
 
     @staticmethod
     def _in_function_forward(model, scope) -> bool:

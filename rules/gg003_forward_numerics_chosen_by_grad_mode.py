@@ -8,7 +8,8 @@ import re
 import libcst as cst
 
 from gradgate.boolchain import conjuncts, is_and
-from gradgate.gates import contains_call
+from gradgate.gates import contains_direct_call
+from gradgate.semantic import direct_nodes
 from gradgate.rule import Invalid, Rule, Valid
 from gradgate.semantic import Polarity
 
@@ -97,9 +98,20 @@ class ForwardNumericsChosenByGradMode(Rule):
 
     @classmethod
     def candidate(cls, statement, model, scope) -> bool:
-        if isinstance(statement, ast.If):
+        if isinstance(statement, ast.If) and any(
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MODE_SWITCHES
+            for node in direct_nodes(statement.body)
+        ):
             return True
-        return any(isinstance(node, ast.Call) for node in ast.walk(statement))
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            for value in [*node.args, *(k.value for k in node.keywords)]:
+                if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.And) and any(
+                    _TRAINING.match(getattr(v, "attr", getattr(v, "id", "")) or "") for v in value.values
+                ):
+                    return True
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         grad = self.context.grad
@@ -125,7 +137,7 @@ class ForwardNumericsChosenByGradMode(Rule):
             read = read.expression
         if self.context.grad.polarity(read) is Polarity.NONE:
             return
-        if contains_call(node.body, _switches_mode):
+        if contains_direct_call(node.body, _switches_mode):
             self.report(
                 read,
                 f"module mode switched on grad mode (`{self.context.module.code_for_node(read).strip()}`): "
