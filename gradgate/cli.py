@@ -33,7 +33,7 @@ class Invocation:
 
 
 def _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir, jobs,
-                no_prefilter, progress, fix) -> Invocation:
+                no_prefilter, progress, fix, report_unused_ignores=False) -> Invocation:
     from . import settings as settings_module
     from .cache import default_cache_dir
     from .runner import RunOptions
@@ -49,6 +49,10 @@ def _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir
             changes["ignore"] = (*config.ignore, *_codes(ignore))
         if exclude:
             changes["exclude"] = (*config.exclude, *exclude)
+        if report_unused_ignores:
+            from .config import UNUSED_SUPPRESSION_CODE
+
+            changes["extend_select"] = (*config.extend_select, UNUSED_SUPPRESSION_CODE)
         if changes:
             config = config.with_changes(**changes)
             settings = settings_module.Settings(config, settings.source, settings.root)
@@ -158,14 +162,18 @@ def cli() -> None:
               help="Report only findings not recorded in this baseline file.")
 @click.option("--write-baseline", "write_baseline_file", type=click.Path(dir_okay=False),
               help="Record the current findings in this file and exit 0.")
+@click.option("--report-unused-ignores", is_flag=True,
+              help="Also report `# gradgate: ignore` comments that suppress nothing (GG100).")
 def check(paths, output_format, config_file, select, ignore, exclude, no_cache, cache_dir,
-          jobs, no_prefilter, progress, show_source, baseline_file, write_baseline_file) -> None:
+          jobs, no_prefilter, progress, show_source, baseline_file, write_baseline_file,
+          report_unused_ignores) -> None:
     """Report grad-mode gated forward decisions under PATHS (default: .)."""
     from . import baseline
     from .engine import Finding
 
     invocation = _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir,
-                             jobs, no_prefilter, progress, fix=False)
+                             jobs, no_prefilter, progress, fix=False,
+                             report_unused_ignores=report_unused_ignores)
     results = list(_results(invocation))
     errors = _print_errors(results)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)

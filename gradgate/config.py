@@ -65,6 +65,10 @@ DEFAULT_BACKWARD_CALL_PATTERNS: tuple[str, ...] = (r"grad_sync", r"dgrad", r"wgr
 DEFAULT_COMM_APIS: tuple[str, ...] = ("torch.distributed",)
 
 
+#: the rule reporting suppression comments that suppress nothing (off by default)
+UNUSED_SUPPRESSION_CODE = "GG100"
+
+
 class ConfigError(ValueError):
     """A configuration value is invalid (unknown rule code, bad pattern, ...)."""
 
@@ -72,6 +76,8 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Config:
     select: tuple[str, ...] | None = None
+    #: rules added to the selection (the default one, or ``select``)
+    extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     grad_functions: tuple[str, ...] = DEFAULT_GRAD_FUNCTIONS
     inference_functions: tuple[str, ...] = DEFAULT_INFERENCE_FUNCTIONS
@@ -88,8 +94,11 @@ class Config:
     def __post_init__(self) -> None:
         from .rule import rule_by_code
 
-        codes = set(rule_by_code()) if (self.select or self.ignore or self.per_file_ignores) else set()
-        wanted = [*(self.select or ()), *self.ignore, *(c for _, cs in self.per_file_ignores for c in cs)]
+        codes = set(rule_by_code()) if (
+            self.select or self.extend_select or self.ignore or self.per_file_ignores
+        ) else set()
+        wanted = [*(self.select or ()), *self.extend_select, *self.ignore,
+                  *(c for _, cs in self.per_file_ignores for c in cs)]
         for code in wanted:
             if not any(known.startswith(code.upper()) for known in codes):
                 raise ConfigError(f"unknown rule code {code!r}; `gradgate rules` lists them")
@@ -128,10 +137,27 @@ class Config:
     def is_forward_comm_call(self, name: str) -> bool:
         return bool(self._comm_call_re.search(name)) and not self._backward_call_re.search(name)
 
+    def selects(self, code: str, default_enabled: bool = True) -> bool:
+        """Does this configuration run the rule ``code``?"""
+        if any(code.startswith(i) for i in self.ignore):
+            return False
+        if any(code.startswith(e) for e in self.extend_select):
+            return True
+        if self.select is None:
+            return default_enabled
+        return any(code.startswith(s) for s in self.select)
+
+    @property
+    def reports_unused_suppressions(self) -> bool:
+        return self.selects(UNUSED_SUPPRESSION_CODE, default_enabled=False)
+
     def prefilter_tokens(self) -> tuple[bytes, ...]:
-        """Byte strings of which a file must hold one to contain any grad-mode source."""
+        """Byte strings of which a file must hold one to hold any finding: a grad-mode
+        source, or (when unused suppressions are reported) a suppression comment."""
         names = {q.rsplit(".", 1)[-1] for q in (*self.grad_functions, *self.inference_functions)}
         names.update(self.grad_names)
+        if self.reports_unused_suppressions:
+            names.add("gradgate:")
         return tuple(sorted(n.encode() for n in names))
 
     def fingerprint(self) -> str:

@@ -114,11 +114,7 @@ class _FixInvalid(LintError):
 def selected_rules(config: Config) -> list:
     from .rule import all_rules
 
-    return [
-        r for r in all_rules()
-        if (config.select is None or any(r.CODE.startswith(s) for s in config.select))
-        and not any(r.CODE.startswith(i) for i in config.ignore)
-    ]
+    return [r for r in all_rules() if config.selects(r.CODE, r.DEFAULT_ENABLED)]
 
 
 def split_lines(text: str) -> list[str]:
@@ -132,6 +128,24 @@ def _suppressed(line_text: str, rule: str) -> bool:
         if codes is None or rule in {c.strip() for c in codes.split(",")}:
             return True
     return False
+
+
+def _suppression_comments(text: str) -> Iterator[tuple[int, int, str, tuple[str, ...] | None]]:
+    """(line, 1-based column, comment text, codes or None for a bare one) of every
+    ``# gradgate: ignore`` comment (real comments only, not strings)."""
+    import io
+    import tokenize
+
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                match = _SUPPRESSION.search(token.string)
+                if match:
+                    codes = match.group("codes")
+                    parsed = None if codes is None else tuple(c.strip() for c in codes.split(",") if c.strip())
+                    yield token.start[0], token.start[1] + 1 + match.start(), match.group(0), parsed
+    except (tokenize.TokenError, SyntaxError):
+        return
 
 
 # -- snippets ----------------------------------------------------------------------
@@ -272,11 +286,36 @@ class _Analysis:
         ]
         self.stage = "module" if whole else ("snippets" if statements else "ast")
         self.found: list[_Found] = []
-        if not statements and not whole:
-            return
-        for snippet in _snippets(self.lines, statements, whole):
-            self.found.extend(self._visit(snippet, model, config, rules))
+        #: lines whose suppression comment silenced a finding
+        self.used_suppressions: set[int] = set()
+        if statements or whole:
+            for snippet in _snippets(self.lines, statements, whole):
+                self.found.extend(self._visit(snippet, model, config, rules))
+        if config.reports_unused_suppressions and "gradgate:" in text:
+            self.found.extend(self._unused_suppressions(text, rules))
         self.found.sort(key=lambda f: f.finding.sort_key())
+
+    def _unused_suppressions(self, text: str, rules: list) -> Iterator[_Found]:
+        from .config import UNUSED_SUPPRESSION_CODE
+        from .rule import rule_by_code
+
+        known, selected = set(rule_by_code()), {r.CODE for r in rules}
+        for line, column, comment, codes in _suppression_comments(text):
+            if line in self.used_suppressions:
+                continue
+            judged = codes is None or any(c in selected or c not in known for c in codes)
+            if not judged:
+                continue  # it names only rules this run does not check
+            unknown = [c for c in codes or () if c not in known]
+            reason = f"unknown rule code{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}" if unknown \
+                else "nothing is reported here"
+            finding = Finding(
+                path=self.path, rule=UNUSED_SUPPRESSION_CODE,
+                message=f"unused suppression `{comment}`: {reason}",
+                line=line, column=column, end_line=line, end_column=column + len(comment),
+                fixable=False, source_line=self.lines[line - 1].rstrip("\r\n"),
+            )
+            yield _Found(finding, None, None)  # type: ignore[arg-type]
 
     def _visit(self, snippet: Snippet, model: ModuleModel, config: Config, rules: list):
         from libcst.metadata import MetadataWrapper, PositionProvider
@@ -305,7 +344,11 @@ class _Analysis:
             line = where.start.line + snippet.line_offset
             text = self.lines[line - 1].rstrip("\r\n") if line <= len(self.lines) else ""
             statement = self.lines[report.statement_line - 1] if report.statement_line <= len(self.lines) else ""
-            if _suppressed(text, report.code) or _suppressed(statement, report.code):
+            if _suppressed(text, report.code):
+                self.used_suppressions.add(line)
+                continue
+            if _suppressed(statement, report.code):
+                self.used_suppressions.add(report.statement_line)
                 continue
             finding = Finding(
                 path=self.path,

@@ -105,6 +105,8 @@ class Rule(cst.BatchableCSTVisitor):
     MESSAGE: ClassVar[str]
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
+    #: whether the rule runs when the configuration selects nothing explicitly
+    DEFAULT_ENABLED: ClassVar[bool] = True
     #: metadata the rule reads beyond positions and the grad-mode analysis
     METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = ()
 

@@ -7,6 +7,7 @@ file and the key. Patterns and sources *extend* gradgate's defaults.
 
     [tool.gradgate]
     select = ["GG001"]
+    extend-select = ["GG100"]                    # rules off by default
     ignore = []
     exclude = ["third_party/*", "*_pb2.py"]
     per-file-ignores = { "tests/*" = ["GG001"] }
@@ -28,6 +29,7 @@ from .config import Config, ConfigError
 
 _LIST_KEYS = {
     "select": "select",
+    "extend-select": "extend_select",
     "ignore": "ignore",
     "exclude": "exclude",
     "comm-flag-patterns": "comm_flag_patterns",

@@ -221,3 +221,24 @@ def test_cache_gives_the_same_findings_and_survives_corruption(project, tmp_path
     blocked.write_text("a file where the cache folder's parent should be")
     unwritable = run_cli("check", "--format", "json", "--cache-dir", str(blocked / "cache"), "src", cwd=project)
     assert unwritable.returncode == 1 and unwritable.stdout == cold.stdout
+
+
+def test_report_unused_ignores(project):
+    (project / "src" / "model.py").write_text(
+        "def forward(ub_overlap_ag, is_grad_enabled, x):\n"
+        "    ub_overlap_ag = ub_overlap_ag and is_grad_enabled  # gradgate: ignore[GG001]\n"
+        "    x = x + 1  # gradgate: ignore[GG001]\n"
+        "    y = '# gradgate: ignore'\n"
+        "    return ub_overlap_ag, x, y\n"
+    )
+    (project / "src" / "other.py").write_text("z = 1  # gradgate: ignore\n")
+    assert run_cli("check", "src", cwd=project).returncode == 0
+    result = run_cli("check", "--format", "json", "--report-unused-ignores", "src", cwd=project)
+    assert result.returncode == 1
+    assert [(f["path"].replace(os.sep, "/"), f["line"], f["column"], f["rule"], f["message"])
+            for f in json.loads(result.stdout)] == [
+        ("src/model.py", 3, 16, "GG100", "unused suppression `# gradgate: ignore[GG001]`: nothing is reported here"),
+        ("src/other.py", 1, 8, "GG100", "unused suppression `# gradgate: ignore`: nothing is reported here"),
+    ]
+    (project / "pyproject.toml").write_text('[tool.gradgate]\nextend-select = ["GG100"]\n')
+    assert run_cli("check", "src", cwd=project).returncode == 1
