@@ -28,11 +28,24 @@ def _expected(data: bytes) -> list[tuple[int, str]]:
     return out
 
 
+#: the configuration of fixtures/configured/: extra sources, patterns and APIs
+CONFIGURED = Config(
+    grad_functions=(*Config().grad_functions, "mylib.grad_on"),
+    grad_names=(*Config().grad_names, "grad_carrier"),
+    comm_flag_patterns=(*Config().comm_flag_patterns, "^my_pipe_"),
+    comm_apis=("mylib.comm.send_async",),
+)
+
+
+def _config(path: Path) -> Config:
+    return CONFIGURED if path.parent.name == "configured" else Config()
+
+
 @pytest.mark.parametrize("prefilter", [True, False], ids=["fast", "whole-module"])
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*/check_*.py")), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_check_fixture(path: Path, prefilter: bool):
     data = path.read_bytes()
-    result = lint_source(str(path), data, Config(), prefilter=prefilter)
+    result = lint_source(str(path), data, _config(path), prefilter=prefilter)
     assert result.error is None
     assert [(f.line, f.rule) for f in result.findings] == _expected(data)
 
