@@ -401,8 +401,7 @@ class _Analysis:
             for found in group:
                 original = found.replacement.original
                 if original in chosen:
-                    applied.append(found.finding)
-                    continue
+                    continue  # another removal in the same node: the next pass sees it
                 where = positions[original]
                 start = (where.start.line, where.start.column)
                 end = (where.end.line, where.end.column)

@@ -62,9 +62,12 @@ def grad_gates(expression: cst.BaseExpression, grad: GradModeAnalysis) -> list[G
     ``x and not is_grad_enabled``, which refuses a path while grad is on: correct)."""
     gates: list[Gate] = []
     if is_and(expression):
-        for operand in conjuncts(expression):
+        operands = list(conjuncts(expression))
+        # a chain of nothing but grad-mode reads has nothing to keep: report only
+        only_grad = all(grad.polarity(o) is Polarity.GRAD for o in operands)
+        for operand in operands:
             if grad.polarity(operand) is Polarity.GRAD:
-                removal = remove_conjunct(expression, operand)
+                removal = None if only_grad else remove_conjunct(expression, operand)
                 gates.append(
                     Gate(operand, Replacement(removal.original, removal.replacement) if removal else None)
                 )
