@@ -43,7 +43,7 @@ class _CommentFinder(cst.CSTVisitor):
         return False
 
 
-def _rewrap(inner: cst.BaseExpression, outer: cst.BaseExpression) -> cst.BaseExpression:
+def rewrap(inner: cst.BaseExpression, outer: cst.BaseExpression) -> cst.BaseExpression:
     """``inner`` taking the place of ``outer``: it keeps outer's parentheses too."""
     if not outer.lpar:
         return inner
@@ -88,7 +88,7 @@ def remove_conjunct(chain: cst.BaseExpression, operand: cst.BaseExpression) -> R
     candidates: list[tuple[cst.CSTNode, Removal]] = []
     if parent.right is operand:
         # drop "<ws> and <ws> operand": the parent becomes its left side
-        candidates.append((parent.operator, Removal(parent, _rewrap(parent.left, parent))))
+        candidates.append((parent.operator, Removal(parent, rewrap(parent.left, parent))))
         grandparent = parents.get(parent)
         if grandparent is not None and grandparent.left is parent and not parent.lpar:
             # drop "operand <ws> and <ws>" of the next operator instead
@@ -103,7 +103,7 @@ def remove_conjunct(chain: cst.BaseExpression, operand: cst.BaseExpression) -> R
             )
     else:
         # first operand: drop "operand <ws> and <ws>": the parent becomes its right side
-        candidates.append((parent.operator, Removal(parent, _rewrap(parent.right, parent))))
+        candidates.append((parent.operator, Removal(parent, rewrap(parent.right, parent))))
     for dropped_operator, removal in candidates:
         if not _has_comment(dropped_operator):
             return removal

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .boolchain import conjuncts, is_and, remove_conjunct
+from .boolchain import conjuncts, is_and, remove_conjunct, rewrap
 from .gradmode import GradModeAnalysis
 from .rule import Replacement
 from .semantic import Polarity
@@ -39,12 +39,6 @@ def is_falsy_constant(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Integer):
         return node.value == "0"
     return False
-
-
-def _rewrap(inner: cst.BaseExpression, outer: cst.BaseExpression) -> cst.BaseExpression:
-    if not outer.lpar:
-        return inner
-    return inner.with_changes(lpar=[*outer.lpar, *inner.lpar], rpar=[*inner.rpar, *outer.rpar])
 
 
 def _grad_reads(node: cst.BaseExpression, grad: GradModeAnalysis) -> Iterator[cst.BaseExpression]:
@@ -79,12 +73,12 @@ def grad_gates(expression: cst.BaseExpression, grad: GradModeAnalysis) -> list[G
             operand = expression.test
             while isinstance(operand, cst.UnaryOperation):  # report at the read itself
                 operand = operand.expression
-            gates.append(Gate(operand, Replacement(expression, _rewrap(expression.body, expression))))
+            gates.append(Gate(operand, Replacement(expression, rewrap(expression.body, expression))))
         elif test is Polarity.NO_GRAD and is_falsy_constant(expression.body):
             operand = expression.test
             while isinstance(operand, cst.UnaryOperation):
                 operand = operand.expression
-            gates.append(Gate(operand, Replacement(expression, _rewrap(expression.orelse, expression))))
+            gates.append(Gate(operand, Replacement(expression, rewrap(expression.orelse, expression))))
         elif is_and(expression.test):
             gates.extend(grad_gates(expression.test, grad))
     elif (
