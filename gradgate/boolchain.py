@@ -29,7 +29,7 @@ def conjuncts(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield node
 
 
-def _has_comment(node: cst.CSTNode) -> bool:
+def has_comment(node: cst.CSTNode) -> bool:
     finder = _CommentFinder()
     node.visit(finder)
     return finder.found
@@ -83,7 +83,7 @@ def remove_conjunct(chain: cst.BaseExpression, operand: cst.BaseExpression) -> R
     """
     parents = _parents(chain)
     parent = parents.get(operand)
-    if parent is None or _has_comment(operand):
+    if parent is None or has_comment(operand):
         return None
     candidates: list[tuple[cst.CSTNode, Removal]] = []
     if parent.right is operand:
@@ -105,6 +105,6 @@ def remove_conjunct(chain: cst.BaseExpression, operand: cst.BaseExpression) -> R
         # first operand: drop "operand <ws> and <ws>": the parent becomes its right side
         candidates.append((parent.operator, Removal(parent, rewrap(parent.right, parent))))
     for dropped_operator, removal in candidates:
-        if not _has_comment(dropped_operator):
+        if not has_comment(dropped_operator):
             return removal
     return None

@@ -33,6 +33,13 @@ class Gate:
     replacement: Replacement | None
 
 
+def strip_not(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``x`` for ``not x`` (and ``not not x``): the read a finding points at."""
+    while isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        node = node.expression
+    return node
+
+
 def is_falsy_constant(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Name):
         return node.value in ("False", "None")
@@ -70,15 +77,9 @@ def grad_gates(expression: cst.BaseExpression, grad: GradModeAnalysis) -> list[G
     elif isinstance(expression, cst.IfExp):
         test = grad.polarity(expression.test)
         if test is Polarity.GRAD and is_falsy_constant(expression.orelse):
-            operand = expression.test
-            while isinstance(operand, cst.UnaryOperation):  # report at the read itself
-                operand = operand.expression
-            gates.append(Gate(operand, Replacement(expression, rewrap(expression.body, expression))))
+            gates.append(Gate(strip_not(expression.test), Replacement(expression, rewrap(expression.body, expression))))
         elif test is Polarity.NO_GRAD and is_falsy_constant(expression.body):
-            operand = expression.test
-            while isinstance(operand, cst.UnaryOperation):
-                operand = operand.expression
-            gates.append(Gate(operand, Replacement(expression, rewrap(expression.orelse, expression))))
+            gates.append(Gate(strip_not(expression.test), Replacement(expression, rewrap(expression.orelse, expression))))
         elif is_and(expression.test):
             gates.extend(grad_gates(expression.test, grad))
     elif (

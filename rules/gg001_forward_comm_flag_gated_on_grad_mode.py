@@ -6,7 +6,8 @@ import ast
 
 import libcst as cst
 
-from gradgate.gates import call_name, contains_direct_call, grad_gates, is_falsy_constant
+from gradgate.boolchain import has_comment
+from gradgate.gates import call_name, contains_direct_call, grad_gates, is_falsy_constant, strip_not
 from gradgate.semantic import direct_nodes
 from gradgate.gradmode import dotted_name
 from gradgate.rule import Invalid, Replacement, Rule, Valid
@@ -284,8 +285,8 @@ class ForwardCommFlagGatedOnGradMode(Rule):
             # if not grad: flag = False
             flags = _falsy_assignments(node.body)
             if flags and all(self._flag(t) for t in flags):
-                fix = None if _has_comment(node) else Replacement(node, cst.RemoveFromParent())
-                self._report(self._flag(flags[0]), _read(node.test), fix)
+                fix = None if has_comment(node) else Replacement(node, cst.RemoveFromParent())
+                self._report(self._flag(flags[0]), strip_not(node.test), fix)
             return
         if polarity is Polarity.GRAD:
             # if grad: flag = x / else: flag = False
@@ -296,10 +297,10 @@ class ForwardCommFlagGatedOnGradMode(Rule):
                 and isinstance(dropped.value, cst.BaseExpression) and is_falsy_constant(dropped.value)
                 and _same_target(kept, dropped) and self._flag(kept.targets[0].target)
             ):
-                fix = None if _has_comment(node.orelse) or _has_comment_outside(node) else Replacement(
+                fix = None if has_comment(node.orelse) or _has_comment_outside(node) else Replacement(
                     node, cst.FlattenSentinel(node.body.body)
                 )
-                self._report(self._flag(kept.targets[0].target), _read(node.test), fix)
+                self._report(self._flag(kept.targets[0].target), strip_not(node.test), fix)
             return
         # if <a and grad and b>: <forward communication>
         gates = grad_gates(node.test, grad)
@@ -325,12 +326,6 @@ class ForwardCommFlagGatedOnGradMode(Rule):
             "under torch.no_grad() it is silently skipped",
             replacement,
         )
-
-
-def _read(test: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(test, cst.UnaryOperation):
-        test = test.expression
-    return test
 
 
 def _falsy_assignments(block: cst.BaseSuite) -> list[cst.BaseExpression]:
@@ -366,11 +361,6 @@ def _same_target(a: cst.Assign, b: cst.Assign) -> bool:
     return cst.Module([]).code_for_node(a.targets[0].target) == cst.Module([]).code_for_node(b.targets[0].target)
 
 
-def _has_comment(node: cst.CSTNode) -> bool:
-    return "#" in cst.Module([]).code_for_node(node)
-
-
 def _has_comment_outside(node: cst.If) -> bool:
     """A comment on the ``if`` line itself (kept body statements keep their own)."""
-    header = cst.Module([]).code_for_node(node.with_changes(body=cst.IndentedBlock([]), orelse=None))
-    return "#" in header
+    return has_comment(node.with_changes(body=cst.IndentedBlock([]), orelse=None))

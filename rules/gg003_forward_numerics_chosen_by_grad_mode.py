@@ -8,7 +8,7 @@ import re
 import libcst as cst
 
 from gradgate.boolchain import conjuncts, is_and
-from gradgate.gates import contains_direct_call
+from gradgate.gates import contains_direct_call, strip_not
 from gradgate.semantic import direct_nodes
 from gradgate.rule import Invalid, Rule, Valid
 from gradgate.semantic import Polarity
@@ -132,9 +132,7 @@ class ForwardNumericsChosenByGradMode(Rule):
                     )
 
     def visit_If(self, node: cst.If) -> None:
-        read = node.test
-        while isinstance(read, cst.UnaryOperation):
-            read = read.expression
+        read = strip_not(node.test)
         if self.context.grad.polarity(read) is Polarity.NONE:
             return
         if contains_direct_call(node.body, _switches_mode):
