@@ -108,6 +108,8 @@ BAD_INPUTS = [
     Bad("syntax_error", r"syntax error at 1:7", _file("syntax.py", b"def f(:\n    is_grad_enabled\n")),
     Bad("syntax_error_late", r"syntax error at 3:",
         _file("syntax_late.py", b"x = 1\ny = is_grad_enabled\nz = (\n")),
+    Bad("syntax_error_without_grad_token", r"syntax error at 1:7",
+        _file("syntax_plain.py", b"def f(:\n    pass\n")),
     Bad("indentation_error", r"syntax error|indent",
         _file("indent.py", b"def f():\n    x = 1\n      ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n")),
     Bad("undecodable_line1", r"decod|encod", _file("undecodable1.py", b"x = '\xff\xfe'\nis_grad_enabled\n")),
