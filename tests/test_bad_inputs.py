@@ -377,3 +377,27 @@ def test_valid_input_fix(tmp_path, case):
         assert os.stat(path).st_ino == inode, "an unchanged file was rewritten"
     again = cli("check", "m.py", cwd=tmp_path)
     assert again.returncode == 0, again.stdout.decode()
+
+
+LONG_CHAIN = b"ub_overlap_ag = " + b" and ".join([b"a"] * 1000) + b" and is_grad_enabled\n"
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_very_long_and_chain_never_crashes(tmp_path, command):
+    """CPython compiles a 1,000-operand ``and`` chain; gradgate must either analyse it
+    (the finding at 1:5011) or refuse it with one ``error:`` line, and go on with the
+    other files; never a traceback."""
+    _good_tree(tmp_path)
+    (tmp_path / "long.py").write_bytes(LONG_CHAIN)
+    result = run_cli(command, "--format", "json", ".", cwd=tmp_path)
+    assert b"Traceback" not in result.stderr, result.stderr.decode()[-600:]
+    errors = _errors(result.stderr)
+    findings = json.loads(result.stdout)
+    if errors:
+        assert result.returncode == 2 and list(errors) == [os.path.join(".", "long.py")]
+    else:
+        long = [(f["line"], f["column"]) for f in findings if f["path"].endswith("long.py")]
+        assert long == ([(1, len(LONG_CHAIN) - len("is_grad_enabled\n") + 1)] if command == "check" else [])
+    if command == "check":
+        assert [(p.removeprefix("./"), l, c) for p, l, c in _good_paths(findings)
+                if not p.endswith("long.py")] == GOOD_FINDINGS
