@@ -238,6 +238,7 @@ class Result:
     command: str
     runs: list[RunRecord] = field(default_factory=list)
     mem_run: RunRecord | None = None
+    timeouts: list[RunRecord] = field(default_factory=list)  # runs killed at --timeout
     missing: str = ""
     note: str = ""
     failed: str = ""  # why a run failed (bad exit status, timeout)
@@ -263,13 +264,17 @@ class Result:
         return statistics.median(r.cpu_s for r in self.runs) if self.ok else None
 
     @property
+    def records(self) -> list[RunRecord]:
+        return self.runs + ([self.mem_run] if self.mem_run else []) + self.timeouts
+
+    @property
     def maxrss(self) -> int | None:
-        records = self.runs + ([self.mem_run] if self.mem_run else [])
+        records = self.records
         return max(r.maxrss_bytes for r in records) if records and not self.missing else None
 
     @property
     def tree_pss(self) -> int | None:
-        records = self.runs + ([self.mem_run] if self.mem_run else [])
+        records = self.records
         values = [r.tree_pss_bytes for r in records if r.tree_pss_bytes is not None]
         return max(values) if values else None
 
@@ -293,7 +298,21 @@ class Result:
             "tree_pss_bytes": self.tree_pss,
             "runs": [asdict(r) for r in self.runs],
             "memory_run": asdict(self.mem_run) if self.mem_run else None,
+            "timeouts": [asdict(r) for r in self.timeouts],
         }
+
+    @classmethod
+    def from_dict(cls, key: str, data: dict[str, Any]) -> Result:
+        def record(d: dict[str, Any]) -> RunRecord:
+            return RunRecord(**{k: v for k, v in d.items() if k in RunRecord.__dataclass_fields__})
+
+        return cls(
+            key, data["label"], data.get("command", ""),
+            runs=[record(r) for r in data.get("runs", [])],
+            mem_run=record(data["memory_run"]) if data.get("memory_run") else None,
+            timeouts=[record(r) for r in data.get("timeouts", [])],
+            missing=data.get("missing", ""), note=data.get("note", ""), failed=data.get("failed", ""),
+        )
 
 
 class CpuMeter:
@@ -362,6 +381,7 @@ class Bench:
                           sample=sample)
         if record.timed_out:
             result.failed = f"timed out after {self.args.timeout:g} s"
+            result.timeouts.append(record)
         elif record.rc not in tool.ok_rc:
             tail = Path(record.stdout + ".err").read_text(errors="replace").strip()[-300:]
             result.failed = f"exit status {record.rc}: {tail}"
@@ -505,6 +525,28 @@ def first_line(cmd: list[str], **kwargs: Any) -> str:
 
 #: where the Python commands keep their bytecode (set by main from --cache)
 PYCACHE_PREFIX: str | None = None
+#: the folder put first on gradgate's PYTHONPATH (main sets it to a snapshot of the checkout)
+GRADGATE_PATH: str = str(REPO)
+
+
+def snapshot_gradgate(scratch: Path) -> tuple[str, str]:
+    """Copy gradgate/ (and rules/, which the package maps to gradgate.rules) into scratch.
+
+    The benchmark then runs one version of the code from start to end even while the
+    checkout is being edited. Returns the folder for PYTHONPATH and a digest of the copy.
+    """
+    import hashlib
+
+    target = scratch / "gradgate-src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / "gradgate", target / "gradgate", ignore=ignore)
+    if (REPO / "rules").is_dir() and not (target / "gradgate" / "rules").exists():
+        shutil.copytree(REPO / "rules", target / "gradgate" / "rules", ignore=ignore)
+    digest = hashlib.sha256()
+    for path in sorted(target.rglob("*")):
+        if path.is_file():
+            digest.update(str(path.relative_to(target)).encode() + b"\0" + path.read_bytes())
+    return str(target), digest.hexdigest()[:12]
 
 
 def plain_env() -> dict[str, str]:
@@ -533,7 +575,7 @@ def python_env() -> dict[str, str]:
 def gradgate_env(inherit: bool = False) -> dict[str, str]:
     env = os.environ.copy() if inherit else python_env()
     env.pop("GRADGATE_CACHE_DIR", None)
-    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = GRADGATE_PATH + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
 
@@ -543,7 +585,7 @@ def gradgate_features(gradgate: list[str]) -> dict[str, bool]:
     for flag, probe in (("no_cache", ["--no-cache"]), ("cache_dir", ["--cache-dir", "x"]),
                         ("no_prefilter", ["--no-prefilter"]), ("format_json", ["--format", "json"])):
         done = subprocess.run([*gradgate, "check", *probe, "--help"], capture_output=True,
-                              env=gradgate_env(), timeout=60, check=False)
+                              env=gradgate_env(), timeout=60, check=False, cwd=GRADGATE_PATH)
         features[flag] = done.returncode == 0
     return features
 
@@ -566,7 +608,7 @@ def make_toolbox(args: argparse.Namespace, cache: Path) -> Toolbox:
     fixit = resolve_tool("fixit", args.fixit, cache)
     grep = shutil.which("grep")
     versions = {
-        "gradgate": first_line([*gradgate, "--version"], env=gradgate_env()),
+        "gradgate": first_line([*gradgate, "--version"], env=gradgate_env(), cwd=GRADGATE_PATH),
         "gradgate_commit": first_line(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"]),
         "gradgate_modified": "yes" if subprocess.run(
             ["git", "-C", str(REPO), "status", "--porcelain", "--", "gradgate", "rules", "pyproject.toml"],
@@ -723,7 +765,8 @@ def fmt_mib(value: int | None) -> str:
     return "–" if not value else f"{value / MIB:.0f}"  # 0: exited before the first sample
 
 
-def corpus_table(results: dict[str, Result], files: int, size: int, order: list[str]) -> list[str]:
+def corpus_table(results: dict[str, Result], files: int, size: int, order: list[str],
+                 timeout: float = 0.0) -> list[str]:
     cold = results.get("gg_cold")
     warm = results.get("gg_warm")
     base_cold = cold.median if cold else None
@@ -740,7 +783,14 @@ def corpus_table(results: dict[str, Result], files: int, size: int, order: list[
             lines.append(f"| {result.label} | – | {result.missing} | | | | | | | | |")
             continue
         if result.failed and not result.runs:
-            lines.append(f"| {result.label} | 0 | failed: {result.failed[:80]} | | | | | | | | |")
+            if result.failed.startswith("timed out"):
+                bound = max([r.wall_s for r in result.timeouts] or [timeout])
+                lines.append(
+                    f"| {result.label} | 0 (killed at {bound:.0f} s) | > {bound:.0f} | | | < {files / bound:,.1f} | "
+                    f"< {size / MB / bound:.3f} | {fmt_mib(result.maxrss)} | {fmt_mib(result.tree_pss)} | "
+                    f"> {fmt_ratio(bound, base_cold)} | > {fmt_ratio(bound, base_warm)} |")
+            else:
+                lines.append(f"| {result.label} | 0 | failed: {result.failed[:80]} | | | | | | | | |")
             continue
         median = result.median if result.ok else statistics.median(result.walls)
         note = "" if result.ok else f" ({result.failed[:60]})"
@@ -818,13 +868,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scaling", default="0.125,0.25,0.5,1",
                         help="fractions of the four corpora together (default: %(default)s)")
     parser.add_argument("--gradgate", help="gradgate command (default: this Python -m gradgate)")
+    parser.add_argument("--no-snapshot", action="store_true",
+                        help="run gradgate from the checkout itself, not from a copy taken at the start")
     parser.add_argument("--ruff", help="ruff executable")
     parser.add_argument("--fixit", help="fixit executable")
     parser.add_argument("--install-tools", action="store_true",
                         help="pip-install ruff and fixit into CACHE/tools-venv first")
     parser.add_argument("--json", dest="json_out", help="write every raw number to this file")
     parser.add_argument("--markdown", help="also write the report to this file")
+    parser.add_argument("--report-from", metavar="JSON",
+                        help="measure nothing: re-render the report of an earlier --json file")
     args = parser.parse_args(argv)
+    if args.report_from:
+        report = json.loads(Path(args.report_from).read_text())
+        saved = parser.parse_args([a for a in report.get("argv", [])[1:]])
+        for section in [*report.get("corpora", {}).values(), report.get("single_file"),
+                        *report.get("scaling", [])]:
+            if section:
+                section["_results"] = {k: Result.from_dict(k, d) for k, d in section["results"].items()}
+        text = render(report, saved)
+        print(text)
+        if args.markdown:
+            Path(args.markdown).write_text(text + "\n")
+        return 0
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     skip = frozenset(s.strip() for s in args.skip.split(",") if s.strip())
@@ -837,12 +903,32 @@ def main(argv: list[str] | None = None) -> int:
     global PYCACHE_PREFIX
     PYCACHE_PREFIX = str(cache / "pycache")
     scratch = Path(tempfile.mkdtemp(prefix="gradgate-bench-"))
+
+    def terminate(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)  # so that the scratch folder is removed
+
+    signal.signal(signal.SIGTERM, terminate)
     bench = Bench(args, scratch)
     started = datetime.datetime.now(datetime.UTC)
     try:
         if args.install_tools:
             install_tools(cache, bench.log)
+        global GRADGATE_PATH
+        snapshot = "none (--no-snapshot: the live checkout)"
+        if not args.no_snapshot and not args.gradgate:
+            path, digest = snapshot_gradgate(scratch)
+            probe = subprocess.run(
+                [sys.executable, "-c", ("import gradgate, gradgate.rules; print(gradgate.__file__); "
+                                        "print(gradgate.rules.__path__[0])")],
+                capture_output=True, text=True, check=False, cwd=str(scratch),
+                env={**python_env(), "PYTHONPATH": path})
+            if all(line.startswith(path) for line in probe.stdout.split()) and probe.stdout.strip():
+                GRADGATE_PATH = path
+                snapshot = f"copy of gradgate/ and rules/ taken at the start (sha256 {digest})"
+            else:
+                snapshot = "none (the copy did not import; ran the live checkout)"
         box = make_toolbox(args, cache)
+        box.versions["gradgate_source"] = snapshot
         if "fixit" in skip:
             box.fixit = None
             box.versions["fixit"] += " (skipped)"
@@ -986,7 +1072,7 @@ def main(argv: list[str] | None = None) -> int:
 
         machine["loadavg_end"] = os.getloadavg()
         report["elapsed_s"] = time.perf_counter() - bench.log_start
-        text = render(report, corpus_info, args)
+        text = render(report, args)
         print(text)
         if args.markdown:
             Path(args.markdown).write_text(text + "\n")
@@ -1010,7 +1096,7 @@ def goal(ok: bool | None) -> str:
     return "n/a" if ok is None else "**PASS**" if ok else "**FAIL**"
 
 
-def render(report: dict[str, Any], corpus_info: dict[str, dict[str, Any]], args: argparse.Namespace) -> str:
+def render(report: dict[str, Any], args: argparse.Namespace) -> str:
     m, v = report["machine"], report["versions"]
     out: list[str] = []
     out.append(f"## gradgate benchmark ({report['started']})")
@@ -1020,7 +1106,8 @@ def render(report: dict[str, Any], corpus_info: dict[str, dict[str, Any]], args:
                f"load average at start {m['loadavg_start'][0]:.2f}, at end {m['loadavg_end'][0]:.2f}")
     out.append(f"- Python {v['python']}; libcst {v['libcst']}")
     out.append(f"- gradgate: {v['gradgate']} (commit {v['gradgate_commit']}, uncommitted changes in "
-               f"gradgate/ or rules/: {v['gradgate_modified']}); check flags: "
+               f"gradgate/ or rules/: {v['gradgate_modified']}; code run: {v.get('gradgate_source', '?')}); "
+               "check flags: "
                + ", ".join(f"{k}={'yes' if x else 'NO'}" for k, x in report["gradgate_features"].items()))
     out.append(f"- ruff: {v['ruff']} ({v.get('ruff_default_rules', '?')} rules enabled by default, "
                f"{v.get('ruff_all_rules', '?')} with ALL); fixit: {v['fixit']}"
@@ -1050,7 +1137,7 @@ def render(report: dict[str, Any], corpus_info: dict[str, dict[str, Any]], args:
         if data["note"]:
             out.append(f"Note: {data['note']}.")
         out.append("")
-        out.extend(corpus_table(data["_results"], data["files"], data["bytes"], ORDER))
+        out.extend(corpus_table(data["_results"], data["files"], data["bytes"], ORDER, args.timeout))
         out.append("")
         out.append(f"- {fmt_noise(data.get('noise'))}")
         for result in data["_results"].values():
@@ -1069,7 +1156,7 @@ def render(report: dict[str, Any], corpus_info: dict[str, dict[str, Any]], args:
     if single:
         out.append(f"### Single file: `{single['path']}` ({single['bytes'] / 1000:.0f} kB)")
         out.append("")
-        out.extend(corpus_table(single["_results"], 1, single["bytes"], ORDER))
+        out.extend(corpus_table(single["_results"], 1, single["bytes"], ORDER, args.timeout))
         out.append("")
         out.append(f"- {fmt_noise(single.get('noise'))}")
         f = single["findings"]
