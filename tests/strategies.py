@@ -195,7 +195,9 @@ def encode_variant(draw, text: str, lone_cr: bool = False) -> Variant:
     else:
         out = parts[0]
         for part in parts[1:]:
-            out += draw(st.sampled_from(endings)) + part
+            # "\r" then "\n" would read as one CRLF ending: never put LF right after CR
+            choices = [e for e in endings if not (out.endswith("\r") and e.startswith("\n"))]
+            out += draw(st.sampled_from(choices)) + part
         text = out
     tail = draw(st.integers(0, 9))
     if tail == 0:
