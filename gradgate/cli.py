@@ -221,7 +221,9 @@ def fix(paths, output_format, config_file, select, ignore, exclude, no_cache, ca
                 try:
                     write_atomic(result.path, result.source, result.fixed)
                 except SourceError as exc:
-                    result = FileResult(result.path, result.findings, error=str(exc))
+                    # nothing was written: every finding of the file is still there
+                    unfixed = (*result.fixed_findings, *result.findings)
+                    result = FileResult(result.path, tuple(sorted(unfixed, key=Finding.sort_key)), error=str(exc))
             if result.error is None:
                 changed.append(result)
         results.append(result)

@@ -224,9 +224,9 @@ def _parse_frame(lines: list[str], first: int, last: int, top_level: bool = Fals
     header, body, sentinel = _frame(lines, first, last, top_level)
     try:
         module = cst.parse_module(header + body + sentinel)
+        if module.code != header + body + sentinel:
+            return None
     except (cst.ParserSyntaxError, RecursionError):
-        return None
-    if module.code != header + body + sentinel:
         return None
     return Snippet(first, last, header, module, sentinel)
 

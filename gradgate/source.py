@@ -11,10 +11,14 @@ from __future__ import annotations
 import errno
 import io
 import os
+import re
 import stat
 import tempfile
 import tokenize
 from dataclasses import dataclass
+
+
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
 
 
 class SourceError(Exception):
@@ -35,6 +39,14 @@ def decode_check(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
+        if not _COOKIE.search(b"\n".join(data.splitlines()[:2])):
+            # no declaration at all: the first lines are simply not UTF-8
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise SourceError(
+                    f"cannot decode as utf-8: byte 0x{data[error.start]:02x} at offset {error.start}"
+                ) from None
         raise SourceError(f"bad encoding declaration: {exc}") from None
     try:
         data.decode(encoding)
