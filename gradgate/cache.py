@@ -1,8 +1,8 @@
 """A cache of per-file lint results, keyed by file content.
 
 An entry's key is the SHA-256 of the file's bytes; the cache file it lives in is named
-by a digest of gradgate's version, the selected rules and the configuration, so a change
-to any of them starts from an empty cache. A re-run over an unchanged tree then parses
+by a digest of gradgate's version and sources (rules included) and the configuration
+(the rule selection included), so a change to any of them starts from an empty cache. A re-run over an unchanged tree then parses
 nothing. Entries hold findings without their path (a file moved keeps its entry).
 
 The cache is an optimisation only: a missing, corrupt or unwritable cache is ignored,
@@ -35,9 +35,12 @@ def default_cache_dir() -> str:
 
 
 class ResultCache:
-    def __init__(self, directory: str, config: Config, rule_codes: tuple[str, ...]) -> None:
+    def __init__(self, directory: str, config: Config) -> None:
+        from .registry import code_digest
+
+        # the configuration holds the rule selection; the code digest covers the rules
         digest = hashlib.sha256(
-            json.dumps([FORMAT, __version__, rule_codes, config.fingerprint()]).encode()
+            json.dumps([FORMAT, __version__, code_digest(), config.fingerprint()]).encode()
         ).hexdigest()[:20]
         self.path = os.path.join(directory, f"results-{digest}.json")
         self.directory = directory

@@ -149,7 +149,28 @@ def _shared(function):
     return function
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """Loads the optional ``harness`` command (and its modules) only when it is used:
+    ``check`` and ``fix`` start without them."""
+
+    LAZY = {"harness": "gradgate.harness.launcher"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.LAZY and name not in self.commands:
+            import importlib
+
+            try:
+                module = importlib.import_module(self.LAZY[name])
+            except ImportError:  # the harness package is optional
+                return None
+            self.add_command(getattr(module, name))
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gradgate")
 def cli() -> None:
     """Find and fix forward-path decisions gated on PyTorch grad mode."""
@@ -266,17 +287,6 @@ def explain(code: str) -> None:
     if rule is None:
         raise click.UsageError(f"unknown rule {code!r}; `gradgate rules` lists them")
     click.echo(f"# {rule.CODE} {rule.NAME}\n\n{rule.documentation()}")
-
-
-def _register_optional_commands() -> None:
-    try:
-        from .harness.launcher import harness
-    except ImportError:  # the harness package is optional
-        return
-    cli.add_command(harness)
-
-
-_register_optional_commands()
 
 
 def main() -> None:

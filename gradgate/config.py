@@ -92,11 +92,11 @@ class Config:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
 
     def __post_init__(self) -> None:
-        from .rule import rule_by_code
+        from .registry import known_codes
 
-        codes = set(rule_by_code()) if (
+        codes = known_codes() if (
             self.select or self.extend_select or self.ignore or self.per_file_ignores
-        ) else set()
+        ) else frozenset()
         wanted = [*(self.select or ()), *self.extend_select, *self.ignore,
                   *(c for _, cs in self.per_file_ignores for c in cs)]
         for code in wanted:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import pkgutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -195,11 +194,11 @@ def _method_names(rule: type[Rule]) -> tuple[tuple[tuple[str, str], ...], tuple[
 @cache
 def all_rules() -> tuple[type[Rule], ...]:
     """Every rule in :mod:`gradgate.rules`, ordered by code."""
-    import gradgate.rules as package
+    from .registry import rule_modules
 
     found: dict[str, type[Rule]] = {}
-    for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+    for name in rule_modules():
+        module = importlib.import_module(f"gradgate.rules.{name}")
         for value in vars(module).values():
             if (
                 isinstance(value, type)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .config import Config
 from .discovery import discover
-from .engine import FileResult, lint_source, may_hold_findings, selected_rules
+from .engine import FileResult, lint_source, may_hold_findings
 from .source import SourceError, read_source
 
 #: below this many files to analyse, a pool costs more than it saves
@@ -73,9 +73,7 @@ def run(
     if options.cache_dir is not None and not options.fix and options.prefilter:
         from .cache import ResultCache, content_key
 
-        cache = ResultCache(
-            options.cache_dir, config, tuple(r.CODE for r in selected_rules(config))
-        )
+        cache = ResultCache(options.cache_dir, config)
 
     results: list[FileResult | None] = [None] * total
     pending: list[tuple[int, str | None, tuple]] = []

@@ -68,3 +68,13 @@ def test_rules_have_unique_codes_and_cases():
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.CODE)
 def test_rule_documentation_has_every_section(rule):
     assert rule.missing_doc_sections() == []
+
+
+def test_rule_modules_are_named_after_their_codes():
+    """gradgate.registry derives the known codes from module names (without importing
+    LibCST); every rule module must start with its code."""
+    from gradgate.registry import known_codes
+
+    for rule in all_rules():
+        assert rule.__module__.rsplit(".", 1)[-1].startswith(rule.CODE.lower() + "_")
+    assert known_codes() == {r.CODE for r in all_rules()}

@@ -1,0 +1,41 @@
+"""Where the rules are, without importing them (importing a rule imports LibCST, which
+alone costs ~0.2 s; a warm, cached run must not pay it).
+
+Each rule lives in ``gradgate.rules`` in a module named after its code:
+``gg001_<what it flags>.py`` holds ``GG001`` (the test-suite checks this).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pkgutil
+from functools import cache
+
+
+def rule_modules() -> list[str]:
+    import gradgate.rules as package
+
+    return sorted(info.name for info in pkgutil.iter_modules(package.__path__))
+
+
+@cache
+def known_codes() -> frozenset[str]:
+    return frozenset(name.split("_", 1)[0].upper() for name in rule_modules())
+
+
+@cache
+def code_digest() -> str:
+    """Digest of gradgate's own sources (names, sizes, modification times): a cache
+    made by other code, an edited checkout included, is not reused."""
+    import gradgate
+    import gradgate.rules
+
+    parts = []
+    for package in (gradgate, gradgate.rules):
+        for directory in package.__path__:
+            for name in sorted(os.listdir(directory)):
+                if name.endswith(".py"):
+                    info = os.stat(os.path.join(directory, name))
+                    parts.append(f"{package.__name__}.{name}:{info.st_size}:{info.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
