@@ -444,7 +444,7 @@ def test_divergence_or_error_fails(recorded):
 def test_committed_markdown_is_rendered_from_committed_json(recorded):
     md = report.render_markdown(recorded, png_name=report.REPORT_PNG)
     assert md == (VALIDATION / "report.md").read_text()
-    assert "```\npython -m gradgate.harness.launcher --te both --output docs/validation --timeout 240\n```" in md
+    assert "```\ngradgate harness --te both --output docs/validation --timeout 240\n```" in md
     assert "| LayerNormLinear | bf16 | no_grad | **no** | bitwise | yes | bitwise | 0 / 0 | BUG / PASS |" in md
     assert ("| LayerNormMLP | fp8_current_scaling | checkpoint_reentrant | first_forward: **no**, recompute: yes | "
             "bitwise | first_forward: yes, recompute: yes | bitwise | 0 / 0 | BUG / PASS |") in md
