@@ -345,6 +345,8 @@ class ModuleModel:
         seeds: dict[ast.AST, dict[str, Polarity]] = {}
         for function, params in passed.items():
             for name, polarities in params.items():
+                if name in self._grad_names:
+                    continue  # a carrier by its name already
                 if len(polarities) == 1 and Polarity.NONE not in polarities:
                     seeds.setdefault(function, {})[name] = next(iter(polarities))
         return seeds
