@@ -189,7 +189,6 @@ def check(paths, output_format, config_file, select, ignore, exclude, no_cache, 
           jobs, no_prefilter, progress, show_source, baseline_file, write_baseline_file,
           report_unused_ignores) -> None:
     """Report grad-mode gated forward decisions under PATHS (default: .)."""
-    from . import baseline
     from .engine import Finding
 
     invocation = _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir,
@@ -199,6 +198,8 @@ def check(paths, output_format, config_file, select, ignore, exclude, no_cache, 
     errors = _print_errors(results)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     root = invocation.settings.root
+    if write_baseline_file or baseline_file:
+        from . import baseline
     if write_baseline_file:
         count = baseline.write(write_baseline_file, findings, root)
         click.echo(f"Wrote {count} finding{'s' if count != 1 else ''} to {write_baseline_file}.", err=True)

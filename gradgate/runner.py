@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from .config import Config
@@ -105,6 +104,7 @@ def run(
         pool = None
     else:
         import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method))
