@@ -166,6 +166,8 @@ class Snippet:
     sentinel: str = ""
     #: LibCST regenerates the parsed text exactly; fixes are applied only then
     lossless: bool = True
+    #: LibCST positions of the module's nodes, set when the rules visit it
+    positions: object = None
 
     @property
     def line_offset(self) -> int:
@@ -297,9 +299,9 @@ class _Analysis:
 
     def _unused_suppressions(self, text: str, rules: list) -> Iterator[_Found]:
         from .config import UNUSED_SUPPRESSION_CODE
-        from .rule import rule_by_code
+        from .registry import known_codes
 
-        known, selected = set(rule_by_code()), {r.CODE for r in rules}
+        known, selected = known_codes(), {r.CODE for r in rules}
         for line, column, comment, codes in _suppression_comments(text):
             if line in self.used_suppressions:
                 continue
@@ -328,6 +330,7 @@ class _Analysis:
             providers.update(rule.METADATA_DEPENDENCIES)
         try:
             metadata = wrapper.resolve_many(providers)
+            snippet.positions = metadata[PositionProvider]
             context = RuleContext(
                 path=self.path,
                 module=snippet.module,
@@ -382,7 +385,6 @@ class _Analysis:
     def fixed_text(self) -> tuple[str, list[Finding]] | None:
         """Apply, per snippet, the replacements that do not overlap an earlier one."""
         import libcst as cst
-        from libcst.metadata import PositionProvider
 
         by_snippet: dict[int, list[_Found]] = {}
         for found in self.found:
@@ -395,7 +397,7 @@ class _Analysis:
         groups = sorted(by_snippet.values(), key=lambda g: -g[0].snippet.first)
         for group in groups:  # bottom-up, so earlier line numbers stay valid
             snippet = group[0].snippet
-            positions = cst.MetadataWrapper(snippet.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            positions = snippet.positions  # resolved when the rules visited it
             chosen: dict[object, object] = {}
             spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
             for found in group:

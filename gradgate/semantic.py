@@ -554,10 +554,6 @@ def _flag_names(expressions) -> set[str]:
     return out
 
 
-def _loaded_names(expression: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(expression) if isinstance(n, ast.Name)}
-
-
 def _module_functions(tree: ast.Module) -> dict[str, ast.AST]:
     """Module-level functions by name, and methods as ``Class.method``."""
     out: dict[str, ast.AST] = {}

@@ -182,7 +182,7 @@ def test_rule_docs_pages_are_generated_from_the_rules():
 
     for rule in all_rules():
         page = ROOT / "docs" / "rules" / f"{rule.CODE}.md"
-        assert page.read_text() == render(rule), f"regenerate with: python -m gradgate.docs"
+        assert page.read_text() == render(rule), "regenerate with: python -m gradgate.docs"
 
 
 def test_missing_doc_section_is_detected():
