@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .config import Config
@@ -83,6 +83,8 @@ class FileResult:
     #: how far the file got: "prefilter" (no grad-mode token), "ast" (no candidate
     #: statement), "snippets" or "module" (LibCST on snippets / the whole file)
     stage: str = ""
+    #: how many of the file's lines LibCST parsed (for a fix, in the first pass)
+    cst_lines: int = 0
 
     @property
     def changed(self) -> bool:
@@ -233,22 +235,35 @@ def _parse_frame(lines: list[str], first: int, last: int, top_level: bool = Fals
     return Snippet(first, last, header, module, sentinel)
 
 
-def _snippets(lines: list[str], statements: Sequence[ast.stmt], whole: bool) -> list[Snippet]:
+def _snippets(lines: list[str], statements: Sequence[ast.stmt], whole: bool,
+              parent: Mapping[ast.stmt, ast.stmt] | None = None) -> list[Snippet]:
     """Parse the candidate statements' lines (or the whole file) with LibCST.
 
-    A statement that does not parse alone (it shares its line with ``else:``, say)
-    sends the whole file to LibCST. The whole file is framed like a snippet, less its
-    trailing blank lines, which LibCST does not always reproduce; if it still cannot be
-    reproduced byte for byte it is analysed, but its findings are not fixed.
+    A statement that does not parse alone (an ``elif``, or one that shares its line
+    with ``else:``) is widened to the statement whose block holds it (``parent``), until
+    it parses; at the top level it sends the whole file to LibCST. The whole file is
+    framed like a snippet, less its trailing blank lines, which LibCST does not always
+    reproduce; if it still cannot be reproduced byte for byte it is analysed, but its
+    findings are not fixed.
     """
     if not whole:
-        out = []
-        for first, last in _ranges(statements):
-            snippet = _parse_frame(lines, first, last)
-            if snippet is None:
+        parsed: dict[tuple[int, int], Snippet] = {}
+        pending = list(statements)
+        while True:
+            failed = None
+            for first, last in _ranges(pending):
+                if (first, last) not in parsed:
+                    snippet = _parse_frame(lines, first, last)
+                    if snippet is None:
+                        failed = (first, last)
+                        break
+                    parsed[first, last] = snippet
+            if failed is None:
+                return [parsed[r] for r in _ranges(pending)]
+            inside = [s for s in pending if failed[0] <= s.lineno <= failed[1]]
+            if not parent or not all(s in parent for s in inside):
                 return _snippets(lines, statements, whole=True)
-            out.append(snippet)
-        return out
+            pending = [parent[s] if s in inside else s for s in pending]
     last = len(lines)
     while last and not lines[last - 1].strip():
         last -= 1
@@ -282,16 +297,15 @@ class _Analysis:
         except (RecursionError, MemoryError, ValueError) as exc:
             raise LintError(f"cannot parse: {type(exc).__name__}") from None
         model = ModuleModel(tree, config, None if whole else text)
-        statements = [
-            s for s in model.candidates
-            if any(r.candidate(s, model, model.scope_at(s.lineno)) for r in rules)
-        ]
+        statements = model.candidates(lambda s, scope: any(r.candidate(s, model, scope) for r in rules))
         self.stage = "module" if whole else ("snippets" if statements else "ast")
         self.found: list[_Found] = []
         #: lines whose suppression comment silenced a finding
         self.used_suppressions: set[int] = set()
+        self.cst_lines = 0
         if statements or whole:
-            for snippet in _snippets(self.lines, statements, whole):
+            for snippet in _snippets(self.lines, statements, whole, model.parent):
+                self.cst_lines += snippet.last - snippet.first + 1
                 self.found.extend(self._visit(snippet, model, config, rules))
         if config.reports_unused_suppressions and "gradgate:" in text:
             self.found.extend(self._unused_suppressions(text, rules))
@@ -460,17 +474,19 @@ def lint_source(
     text = data.decode(encoding)
     try:
         try:
-            analysis, current, fixed_findings = _lint_text(path, text, config, rules, fix, whole=not prefilter)
+            analysis, current, fixed_findings, cst_lines = _lint_text(
+                path, text, config, rules, fix, whole=not prefilter
+            )
         except _FixInvalid:
             if not prefilter:
                 raise
             # a snippet-level fix did not fit the file: redo it on the whole module
-            analysis, current, fixed_findings = _lint_text(path, text, config, rules, fix, whole=True)
+            analysis, current, fixed_findings, cst_lines = _lint_text(path, text, config, rules, fix, whole=True)
     except LintError as exc:
         return FileResult(path, error=str(exc), source=data)
     remaining = tuple(f.finding for f in analysis.found)
     if current == text:
-        return FileResult(path, remaining, source=data, stage=analysis.stage)
+        return FileResult(path, remaining, source=data, stage=analysis.stage, cst_lines=cst_lines)
     return FileResult(
         path,
         remaining,
@@ -478,11 +494,13 @@ def lint_source(
         fixed=current.encode(encoding),
         fixed_findings=tuple(fixed_findings),
         stage=analysis.stage,
+        cst_lines=cst_lines,
     )
 
 
 def _lint_text(path: str, text: str, config: Config, rules: list, fix: bool, whole: bool):
     analysis = _Analysis(path, text, config, rules, whole=whole)
+    cst_lines = analysis.cst_lines
     fixed_findings: list[Finding] = []
     current = text
     if fix:
@@ -495,7 +513,7 @@ def _lint_text(path: str, text: str, config: Config, rules: list, fix: bool, who
             current = candidate
             fixed_findings.extend(applied)
             analysis = _Analysis(path, current, config, rules, whole=whole)
-    return analysis, current, fixed_findings
+    return analysis, current, fixed_findings, cst_lines
 
 
 def lint_file(path: str, config: Config, fix: bool = False, prefilter: bool = True) -> FileResult:

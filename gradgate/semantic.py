@@ -140,8 +140,7 @@ class ModuleModel:
                     self._interesting = sorted({*self._interesting, *more})
             if not seeds_changed and not more:
                 break
-        self.candidates: list[ast.stmt] = []
-        self._find_candidates(tree.body, self.module_scope)
+        self._tree = tree
 
     def _analyse(self, tree: ast.Module) -> None:
         self.attribute_carriers: dict[str, Polarity] = {}
@@ -411,19 +410,33 @@ class ModuleModel:
         return None
 
     # -- candidates ---------------------------------------------------------------
-    def _find_candidates(self, body: list[ast.stmt], scope: Scope) -> None:
+    def candidates(self, accept) -> list[ast.stmt]:
+        """The outermost statements that read the grad mode in their own expressions and
+        that ``accept(statement, scope)`` (some rule's cheap test) takes. A statement it
+        rejects is not analysed further, but the statements nested in its blocks are:
+        each rule's test judges a statement by its own expressions (and, for an ``if``,
+        the shape of its blocks), never by what is nested in it."""
+        found: list[ast.stmt] = []
+        #: the statement whose block holds a statement met on the way
+        self.parent: dict[ast.stmt, ast.stmt] = {}
+        self._find_candidates(self._tree.body, self.module_scope, accept, found, None)
+        return found
+
+    def _find_candidates(self, body: list, scope: Scope, accept, found: list, parent) -> None:
         for statement in body:
             if not self._may_read_grad(statement):
                 continue
+            if parent is not None:
+                self.parent[statement] = parent
             inner = self._scope_of.get(statement, scope)
-            if inner is scope and self._reads_grad(statement, scope):
-                self.candidates.append(statement)
+            if inner is scope and self._reads_grad(statement, scope) and accept(statement, scope):
+                found.append(statement)
                 continue  # its nested statements travel with it
             for field_name in _BODY_FIELDS:
                 for child in getattr(statement, field_name, None) or ():
                     # ExceptHandler and match_case are not statements but hold a body
                     group = [child] if isinstance(child, ast.stmt) else child.body
-                    self._find_candidates(group, inner)
+                    self._find_candidates(group, inner, accept, found, statement)
 
     def _reads_grad(self, statement: ast.stmt, scope: Scope) -> bool:
         """Does an expression owned by ``statement`` (not a nested statement) read the
@@ -454,70 +467,85 @@ class Flow:
 
     @classmethod
     def of(cls, model: "ModuleModel", scope: Scope) -> "Flow":
+        """One walk over the function, not entering nested functions or classes."""
         flow = cls()
-        root = scope.node if scope.node is not None else None
-        if root is None:
+        if scope.node is None:
             return flow
-        statements = list(_walk_function(root))
-        for node in statements:
-            if isinstance(node, ast.Call):
-                # a flag handed to a communication call as an option (a keyword: the
-                # positional arguments are its tensors), or to a keyword named like one
-                if model.is_comm_call(node, scope):
-                    flow.comm.update(_flag_names([k.value for k in node.keywords]))
-                flow.comm.update(_flag_names(
-                    [k.value for k in node.keywords if k.arg and model.config.is_forward_comm_flag(k.arg)]
-                ))
-            elif isinstance(node, (ast.If, ast.IfExp)):
-                # a flag that is (a conjunct of) the condition of a branch whose own
-                # statements, not nested blocks, call a communication API
-                direct = node.body if isinstance(node.body, list) else [node.body]
-                if any(isinstance(n, ast.Call) and model.is_comm_call(n, scope) for n in direct_nodes(direct)):
-                    flow.comm.update(_flag_names(_conjuncts(node.test)))
+        is_comm_call, is_flag = model.is_comm_call, model.config.is_forward_comm_flag
+        uses, backward_uses = flow.uses, flow.backward_uses
+        # Each entry: a node; the names its statement assigns (None where no read counts
+        # as a use); the ids of that statement's backward-only values; whether it is in
+        # a lambda; and the branches (if / ternary) whose body holds it directly, i.e.
+        # not in a nested block.
+        Entry = tuple[ast.AST, "set[str] | None", "set[int]", bool, "tuple[ast.AST, ...]"]
+        stack: list[Entry] = [(scope.node, None, set(), False, ())]
+        while stack:
+            node, own, backward, in_lambda, branches = stack.pop()
+            if isinstance(node, ast.Name):
+                if own is not None and isinstance(node.ctx, ast.Load) and node.id not in own:
+                    uses[node.id] = uses.get(node.id, 0) + 1
+                    if id(node) in backward:
+                        backward_uses[node.id] = backward_uses.get(node.id, 0) + 1
+                continue
+            if isinstance(node, ast.Call) and (branches or not in_lambda):
+                comm = is_comm_call(node, scope)
+                if comm:
+                    # a flag that is (a conjunct of) the condition of a branch whose own
+                    # statements, not nested blocks, call a communication API
+                    for branch in branches:
+                        flow.comm.update(_flag_names(_conjuncts(branch.test)))
+                if not in_lambda:
+                    # a flag handed to a communication call as an option (a keyword: the
+                    # positional arguments are its tensors), or to a keyword named like one
+                    options = [k.value for k in node.keywords if comm or (k.arg and is_flag(k.arg))]
+                    flow.comm.update(_flag_names(options))
             if isinstance(node, ast.stmt):
-                flow._count_uses(node)
+                own, backward = _statement_roles(node)
+                for name, value in ast.iter_fields(node):
+                    for child in value if isinstance(value, list) else [value]:
+                        if not isinstance(child, ast.AST) or isinstance(child, _NEW_SCOPES):
+                            continue
+                        if name in _BODY_FIELDS:  # a statement, or an except handler / case
+                            inner = (node,) if name == "body" and isinstance(node, ast.If) else ()
+                            stack.append((child, None, backward, False, inner))
+                        else:
+                            stack.append((child, own, backward, isinstance(child, ast.Lambda), branches))
+                continue
+            for name, value in ast.iter_fields(node):
+                for child in value if isinstance(value, list) else [value]:
+                    if not isinstance(child, ast.AST):
+                        continue
+                    inner = branches
+                    if name == "body" and isinstance(node, ast.IfExp) and not in_lambda:
+                        inner = (*branches, node)
+                    stack.append((child, own, backward, in_lambda or isinstance(child, ast.Lambda), inner))
         return flow
 
-    def _count_uses(self, statement: ast.stmt) -> None:
-        own: set[str] = set()
-        backward_values: list[ast.AST] = []
-        if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            own = {t.id for t in targets if isinstance(t, ast.Name)}
-            if statement.value is not None and any(
-                isinstance(t, ast.Attribute) and ast_dotted(t.value) == "ctx" for t in targets
-            ):
-                backward_values.append(statement.value)
-        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-            func = statement.value.func
-            if isinstance(func, ast.Attribute) and func.attr == "save_for_backward":
-                backward_values.extend(statement.value.args)
-        backward = {id(n) for v in backward_values for n in ast.walk(v)}
-        for field_name, value in ast.iter_fields(statement):
-            if field_name in _BODY_FIELDS:
-                continue
-            for part in value if isinstance(value, list) else [value]:
-                if not isinstance(part, ast.AST):
-                    continue
-                for node in ast.walk(part):
-                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in own:
-                        self.uses[node.id] = self.uses.get(node.id, 0) + 1
-                        if id(node) in backward:
-                            self.backward_uses[node.id] = self.backward_uses.get(node.id, 0) + 1
+
+_NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def _walk_function(root: ast.AST):
-    """Every node under ``root``, not entering nested functions, classes or lambdas."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                stack.append(child)
+def _statement_roles(statement: ast.stmt) -> tuple[set[str], set[int]]:
+    """The names ``statement`` assigns (their reads in it are not uses), and the ids of
+    the nodes of its values that only the backward pass sees (``ctx.x = v``,
+    ``ctx.save_for_backward(v)``)."""
+    own: set[str] = set()
+    backward_values: list[ast.AST] = []
+    if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        own = {t.id for t in targets if isinstance(t, ast.Name)}
+        if statement.value is not None and any(
+            isinstance(t, ast.Attribute) and ast_dotted(t.value) == "ctx" for t in targets
+        ):
+            backward_values.append(statement.value)
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        if isinstance(func, ast.Attribute) and func.attr == "save_for_backward":
+            backward_values.extend(statement.value.args)
+    return own, {id(n) for v in backward_values for n in ast.walk(v)}
 
 
-def _walk_statement(node: ast.AST):
+def own_nodes(node: ast.AST):
     """The expressions of one statement (or an expression), not its nested blocks."""
     if isinstance(node, ast.stmt):
         for name, value in ast.iter_fields(node):
@@ -534,7 +562,7 @@ def direct_nodes(block: list[ast.stmt]):
     """A block's own statements and their expression nodes, not nested blocks."""
     for statement in block:
         yield statement
-        yield from _walk_statement(statement)
+        yield from own_nodes(statement)
 
 
 def _conjuncts(test: ast.AST) -> list[ast.AST]:

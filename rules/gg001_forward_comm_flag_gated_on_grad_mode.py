@@ -8,10 +8,9 @@ import libcst as cst
 
 from gradgate.boolchain import has_comment
 from gradgate.gates import call_name, contains_direct_call, grad_gates, is_falsy_constant, strip_not
-from gradgate.semantic import direct_nodes
 from gradgate.gradmode import dotted_name
 from gradgate.rule import Invalid, Replacement, Rule, Valid
-from gradgate.semantic import Polarity
+from gradgate.semantic import Polarity, ast_dotted, direct_nodes, own_nodes
 
 
 def _flag_name(target: cst.BaseExpression) -> str | None:
@@ -24,6 +23,17 @@ def _flag_name(target: cst.BaseExpression) -> str | None:
             return None
         return target.attr.value
     return None
+
+
+def _ast_flag(target: ast.expr, model, scope) -> bool:
+    """The stdlib-``ast`` twin of :meth:`ForwardCommFlagGatedOnGradMode._flag`."""
+    if isinstance(target, ast.Name):
+        return model.flag_kind(scope, target.id) == "comm"
+    if isinstance(target, ast.Attribute):
+        owner = ast_dotted(target.value)
+        return owner is not None and owner != "ctx" and not owner.startswith("ctx.") \
+            and model.config.is_forward_comm_flag(target.attr)
+    return False
 
 
 class ForwardCommFlagGatedOnGradMode(Rule):
@@ -197,33 +207,30 @@ class ForwardCommFlagGatedOnGradMode(Rule):
     @classmethod
     def candidate(cls, statement, model, scope) -> bool:
         if isinstance(statement, ast.If):
-            # a flag assigned, or a collective run, by the branches' own statements
-            for node in (n for block in (statement.body, statement.orelse) for n in direct_nodes(block)):
-                if isinstance(node, ast.Call) and model.is_comm_call(node, scope):
-                    return True
-                if isinstance(node, ast.Assign) and any(
-                    (isinstance(t, ast.Name) and model.flag_kind(scope, t.id) == "comm")
-                    or (isinstance(t, ast.Attribute) and model.config.is_forward_comm_flag(t.attr))
-                    for t in node.targets
-                ):
-                    return True
-            return False
+            # `if not grad: flag = False`, `if grad: flag = x / else: flag = False`
+            if model.polarity(statement.test, scope) is not Polarity.NONE and any(
+                _ast_flag(target, model, scope)
+                for node in (*statement.body, *statement.orelse) if isinstance(node, ast.Assign)
+                for target in node.targets
+            ):
+                return True
+            # `if <a and grad and b>: <forward communication>`
+            return model.gate_shaped(statement.test, scope) and any(
+                isinstance(node, ast.Call) and model.is_comm_call(node, scope)
+                for node in direct_nodes(statement.body)
+            )
         if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             gated = model.gate_shaped(statement.value, scope) or (
                 isinstance(statement, ast.AugAssign) and model.polarity(statement.value, scope) is Polarity.GRAD
             )
-            if gated and len(targets) == 1:
-                target = targets[0]
-                if isinstance(target, ast.Name) and model.flag_kind(scope, target.id) == "comm":
-                    return True
-                if isinstance(target, ast.Attribute) and model.config.is_forward_comm_flag(target.attr):
-                    return True
+            if gated and len(targets) == 1 and _ast_flag(targets[0], model, scope):
+                return True
         return any(
             isinstance(node, ast.Call)
             and any(k.arg and model.config.is_forward_comm_flag(k.arg) and model.gate_shaped(k.value, scope)
                     for k in node.keywords)
-            for node in ast.walk(statement)
+            for node in own_nodes(statement)
         )
 
     # -- what is a forward communication flag ---------------------------------------

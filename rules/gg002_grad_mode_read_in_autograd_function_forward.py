@@ -7,7 +7,7 @@ import ast
 import libcst as cst
 
 from gradgate.rule import Invalid, Rule, Valid
-from gradgate.semantic import Polarity
+from gradgate.semantic import Polarity, own_nodes
 
 AUTOGRAD_FUNCTION_BASES = frozenset(
     {"torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction"}
@@ -121,7 +121,7 @@ class GradModeReadInAutogradFunctionForward(Rule):
     def candidate(cls, statement, model, scope) -> bool:
         return cls._in_function_forward(model, scope) and any(
             isinstance(node, ast.Call) and model.polarity(node, scope) is not Polarity.NONE
-            for node in ast.walk(statement)
+            for node in own_nodes(statement)
         )
 
     @staticmethod

@@ -9,9 +9,8 @@ import libcst as cst
 
 from gradgate.boolchain import conjuncts, is_and
 from gradgate.gates import contains_direct_call, strip_not
-from gradgate.semantic import direct_nodes
 from gradgate.rule import Invalid, Rule, Valid
-from gradgate.semantic import Polarity
+from gradgate.semantic import Polarity, direct_nodes, own_nodes
 
 _TRAINING = re.compile(r"^(is_)?train(ing)?(_mode)?$")
 _MODE_SWITCHES = frozenset({"eval", "train"})
@@ -103,7 +102,7 @@ class ForwardNumericsChosenByGradMode(Rule):
             for node in direct_nodes(statement.body)
         ):
             return True
-        for node in ast.walk(statement):
+        for node in own_nodes(statement):
             if not isinstance(node, ast.Call):
                 continue
             for value in [*node.args, *(k.value for k in node.keywords)]:
