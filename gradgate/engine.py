@@ -439,8 +439,14 @@ class _Analysis:
         return "".join(lines), applied
 
 
-def _validate(text: str) -> None:
-    """A fix is kept only if both CPython and LibCST parse its result."""
+def _validate(text: str, before: str) -> None:
+    """A fix is kept only if both CPython and LibCST parse its result.
+
+    LibCST's tokenizer rejects a few files CPython accepts (a backslash-CRLF as the last
+    line). When LibCST could not parse ``before``, the text the fix started from, either,
+    the failure is not the fix's doing (it only touched statements LibCST parsed alone)
+    and CPython's parse is the check.
+    """
     try:
         ast.parse(text)
     except SyntaxError as exc:
@@ -448,6 +454,10 @@ def _validate(text: str) -> None:
     try:
         _parse_cst(text)
     except LintError as exc:
+        try:
+            _parse_cst(before)
+        except LintError:
+            return
         raise _FixInvalid(str(exc)) from None
 
 
@@ -509,7 +519,7 @@ def _lint_text(path: str, text: str, config: Config, rules: list, fix: bool, who
             if outcome is None:
                 break
             candidate, applied = outcome
-            _validate(candidate)
+            _validate(candidate, current)
             current = candidate
             fixed_findings.extend(applied)
             analysis = _Analysis(path, current, config, rules, whole=whole)

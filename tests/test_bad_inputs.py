@@ -248,6 +248,31 @@ def test_syntax_error_in_a_file_that_never_mentions_grad_mode(tmp_path):
     assert _errors(full.stderr) == {os.path.join(".", "syntax_plain.py"): "syntax error at 1:7: invalid syntax"}
 
 
+def test_a_file_libcst_cannot_parse_whole_is_checked_and_fixed_by_its_statements(tmp_path):
+    """CPython accepts a backslash-CRLF as a file's last line; LibCST's tokenizer does
+    not (found by tests/fuzz.py). The fast path hands LibCST only the flagged statement,
+    so it reports and fixes it; ``--no-prefilter`` hands LibCST the whole file and
+    reports the file as unreadable instead."""
+    source = (
+        b"def f(ub_overlap_ag, is_grad_enabled):\n"
+        b"    ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n"
+        b"    return ub_overlap_ag\n"
+        b"\\\r\n"
+    )
+    (tmp_path / "t.py").write_bytes(source)
+    fast = run_cli("check", "--format", "json", "--no-cache", "t.py", cwd=tmp_path)
+    assert (fast.returncode, fast.stderr) == (1, b"")
+    assert [(f["line"], f["column"], f["fixable"]) for f in json.loads(fast.stdout)] == [(2, 39, True)]
+    full = run_cli("check", "--no-prefilter", "--no-cache", "t.py", cwd=tmp_path)
+    assert full.returncode == 2
+    assert _errors(full.stderr) == {
+        "t.py": "syntax error at 1:1: tokenizer error: unexpected end of file after a line continuation"
+    }
+    fixed = run_cli("fix", "--no-cache", "t.py", cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+    assert (tmp_path / "t.py").read_bytes() == source.replace(b" and is_grad_enabled", b"")
+
+
 def test_missing_path_alone(tmp_path):
     result = cli("check", "nope.py", cwd=tmp_path)
     assert (result.returncode, result.stderr.decode()) == (2, "error: nope.py: no such file or directory\n")
