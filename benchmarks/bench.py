@@ -1202,11 +1202,12 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
     if stages:
         out.append("### Where gradgate spends its time (one process, serial, no cache; `stages.py`)")
         out.append("")
-        out.append("| corpus | import libcst s | import gradgate s | read s | files by stage (s) | slowest file |")
-        out.append("|---|---:|---:|---:|---|---|")
+        out.append("| corpus | import libcst s | import gradgate s | read s | files by stage (s) "
+                   "| lines LibCST parsed | slowest file |")
+        out.append("|---|---:|---:|---:|---|---:|---|")
         for key, s in stages.items():
             if "error" in s:
-                out.append(f"| {key} | unavailable: {s['error'][:80]} | | | | |")
+                out.append(f"| {key} | unavailable: {s['error'][:80]} | | | | | |")
                 continue
             by_stage = ", ".join(f"{name} {d['files']} ({d['seconds']:.3f})" for name, d in s["stages"].items())
             slowest = s["slowest"][0] if s["slowest"] else None
@@ -1214,12 +1215,18 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
                          if slowest else "")
             out.append(
                 f"| {key} | {s['import_libcst_s']:.3f} | {s['import_gradgate_s']:.3f} | {s['read_s']:.3f} | "
-                f"{by_stage} | {slow_text} |"
+                f"{by_stage} | {_parsed_share(s)} | {slow_text} |"
             )
         out.append("")
 
     out.extend(render_goals(report))
     return "\n".join(out)
+
+
+def _parsed_share(stage_report: dict[str, Any]) -> str:
+    if "cst_lines" not in stage_report:
+        return "–"
+    return f"{stage_report['cst_lines']:,} of {stage_report['lines']:,}"
 
 
 def render_goals(report: dict[str, Any]) -> list[str]:

@@ -10,6 +10,8 @@ Usage: ``python benchmarks/stages.py LISTFILE`` where LISTFILE holds one path pe
   ``ast``: stdlib-ast model found no candidate statement; ``snippets`` / ``module``:
   LibCST ran on snippets / the whole file), the number of files and the seconds spent in
   ``engine.lint_source`` on them, serially, no cache, no worker processes;
+* ``lines`` / ``cst_lines``: the corpus's lines, and how many of them LibCST parsed
+  (``FileResult.cst_lines``; 0 with a gradgate older than that field);
 * ``slowest``: the five files that took longest, with their stage.
 
 It uses gradgate's internals (``gradgate.engine.lint_source``, ``FileResult.stage``);
@@ -52,6 +54,7 @@ def main() -> int:
                 blobs.append((path, handle.read()))
         t4 = time.perf_counter()
         stages: dict[str, dict[str, float]] = {}
+        lines = cst_lines = 0
         timings = []
         for path, data in blobs:
             a = time.perf_counter()
@@ -62,6 +65,8 @@ def main() -> int:
             entry["files"] += 1
             entry["seconds"] += b - a
             entry["bytes"] += len(data)
+            lines += data.count(b"\n")
+            cst_lines += getattr(result, "cst_lines", 0)
             timings.append((b - a, path, stage))
         t5 = time.perf_counter()
     except Exception as exc:  # noqa: BLE001  the engine changed: say so, do not crash the benchmark
@@ -75,6 +80,8 @@ def main() -> int:
         "read_s": t4 - t3,
         "lint_s": t5 - t4,
         "stages": stages,
+        "lines": lines,
+        "cst_lines": cst_lines,
         "slowest": [{"path": p, "stage": s, "seconds": t} for t, p, s in timings[:5]],
     }))
     return 0

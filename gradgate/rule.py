@@ -124,9 +124,13 @@ class Rule(cst.BatchableCSTVisitor):
 
     @classmethod
     def candidate(cls, statement: ast.stmt, model: ModuleModel, scope: Scope) -> bool:
-        """Cheap stdlib-``ast`` test: could this statement, which reads the grad mode,
-        hold a finding of this rule? It must never say no where :meth:`report` would
-        be called (the test-suite checks this on every VALID/INVALID case). Only
+        """Cheap stdlib-``ast`` test: could this statement, which reads the grad mode in
+        its own expressions, hold a finding of this rule there? Judge it by its own
+        expressions (:func:`gradgate.semantic.own_nodes`) and, for a compound statement,
+        the shape of its blocks; never by the statements nested in them: when every rule
+        says no, those are offered one by one. It must never say no where
+        :meth:`report` would be called (the test-suite checks this on every
+        VALID/INVALID case and fixture, with and without the pre-filters). Only
         statements some rule accepts are parsed with LibCST."""
         return True
 
