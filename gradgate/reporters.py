@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Sequence
 
@@ -70,6 +69,8 @@ def unified_diff(result: FileResult) -> str:
     before = result.source.decode(encoding).splitlines(keepends=True)
     after = result.fixed.decode(encoding).splitlines(keepends=True)
     path = result.path[2:] if result.path.startswith("./") else result.path
+    import difflib  # only for --diff
+
     lines = difflib.unified_diff(before, after, f"a/{path}", f"b/{path}")
     out = []
     for line in lines:

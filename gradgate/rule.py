@@ -190,8 +190,16 @@ class RuleDispatcher(cst.CSTVisitor):
 
 @cache
 def _method_names(rule: type[Rule]) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
-    visits = tuple((n[6:], n) for n in dir(rule) if n.startswith("visit_") and "_" not in n[6:])
-    leaves = tuple((n[6:], n) for n in dir(rule) if n.startswith("leave_") and "_" not in n[6:])
+    """The ``visit_<Node>`` / ``leave_<Node>`` methods ``rule`` defines: not the no-op
+    defaults every LibCST visitor inherits (one per node type, marked ``_is_no_op``),
+    which would otherwise be called on every node."""
+    names = [
+        n for n in dir(rule)
+        if n.startswith(("visit_", "leave_")) and "_" not in n[6:]
+        and not getattr(getattr(rule, n), "_is_no_op", False)
+    ]
+    visits = tuple((n[6:], n) for n in names if n.startswith("visit_"))
+    leaves = tuple((n[6:], n) for n in names if n.startswith("leave_"))
     return visits, leaves
 
 

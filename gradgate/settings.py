@@ -22,7 +22,6 @@ file and the key. Patterns and sources *extend* gradgate's defaults.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 
 from .config import Config, ConfigError
@@ -63,6 +62,8 @@ def find_pyproject(start: str) -> str | None:
     while True:
         candidate = os.path.join(directory, "pyproject.toml")
         if os.path.isfile(candidate):
+            import tomllib  # only once a pyproject.toml is found
+
             try:
                 with open(candidate, "rb") as handle:
                     raw = handle.read()
@@ -87,6 +88,8 @@ def _strings(path: str, key: str, value: object) -> tuple[str, ...]:
 
 
 def load(path: str) -> Settings:
+    import tomllib
+
     try:
         with open(path, "rb") as handle:
             table = tomllib.load(handle).get("tool", {}).get("gradgate", {})

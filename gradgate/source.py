@@ -13,7 +13,6 @@ import io
 import os
 import re
 import stat
-import tempfile
 import tokenize
 from dataclasses import dataclass
 
@@ -91,6 +90,8 @@ def write_atomic(path: str, expected: bytes, new: bytes) -> None:
     Raises :class:`ChangedOnDisk` (and writes nothing) if the file changed since it was
     read, :class:`SourceError` on any I/O failure; the original is then untouched.
     """
+    import tempfile  # only when writing
+
     real = os.path.realpath(path)
     directory = os.path.dirname(real) or "."
     try:
