@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 
-import libcst as cst
+from . import lazycst as cst
 
 
 def is_and(node: cst.CSTNode) -> bool:
@@ -30,17 +31,23 @@ def conjuncts(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
 
 
 def has_comment(node: cst.CSTNode) -> bool:
-    finder = _CommentFinder()
+    finder = _comment_finder_type()()
     node.visit(finder)
     return finder.found
 
 
-class _CommentFinder(cst.CSTVisitor):
-    found = False
+@cache
+def _comment_finder_type() -> type:
+    """Made on first use, like :func:`gradgate.rule._dispatcher_type`."""
 
-    def visit_Comment(self, node: cst.Comment) -> bool:
-        self.found = True
-        return False
+    class CommentFinder(cst.CSTVisitor):
+        found = False
+
+        def visit_Comment(self, node: cst.Comment) -> bool:
+            self.found = True
+            return False
+
+    return CommentFinder
 
 
 def rewrap(inner: cst.BaseExpression, outer: cst.BaseExpression) -> cst.BaseExpression:

@@ -336,7 +336,7 @@ class _Analysis:
     def _visit(self, snippet: Snippet, model: ModuleModel, config: Config, rules: list):
         from libcst.metadata import MetadataWrapper, PositionProvider
 
-        from .rule import RuleContext, RuleDispatcher
+        from .rule import RuleContext, dispatch
 
         wrapper = MetadataWrapper(snippet.module, unsafe_skip_copy=True)
         providers = {PositionProvider}
@@ -353,7 +353,7 @@ class _Analysis:
                 model=model,
                 line_offset=snippet.line_offset,
             )
-            snippet.module.visit(RuleDispatcher([rule(context) for rule in rules]))
+            dispatch([rule(context) for rule in rules], snippet.module)
         except RecursionError:
             raise LintError("too deeply nested to analyse") from None
         for report in context.reports:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 
-import libcst as cst
+from . import lazycst as cst
 
 from .boolchain import conjuncts, is_and, remove_conjunct, rewrap
 from .gradmode import GradModeAnalysis
@@ -111,24 +112,30 @@ def call_name(call: cst.Call) -> tuple[str | None, str | None]:
     return dotted_name(func), last
 
 
-class _CallFinder(cst.CSTVisitor):
-    def __init__(self, predicate) -> None:
-        self.predicate = predicate
-        self.found = False
+@cache
+def _call_finder_type() -> type:
+    """Made on first use, like :func:`gradgate.rule._dispatcher_type`."""
 
-    def visit_Call(self, node: cst.Call) -> bool:
-        if self.predicate(node):
-            self.found = True
-        return not self.found
+    class CallFinder(cst.CSTVisitor):
+        def __init__(self, predicate) -> None:
+            self.predicate = predicate
+            self.found = False
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
+        def visit_Call(self, node: cst.Call) -> bool:
+            if self.predicate(node):
+                self.found = True
+            return not self.found
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
 
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    return CallFinder
 
 
 def contains_direct_call(block: cst.BaseSuite, predicate) -> bool:
@@ -137,7 +144,7 @@ def contains_direct_call(block: cst.BaseSuite, predicate) -> bool:
     lines = block.body if isinstance(block, cst.IndentedBlock) else [block]
     for line in lines:
         if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            finder = _CallFinder(predicate)
+            finder = _call_finder_type()(predicate)
             line.visit(finder)
             if finder.found:
                 return True

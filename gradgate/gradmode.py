@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import libcst as cst
+from . import lazycst as cst
 
 from .semantic import OTHER, ModuleModel, Polarity, Scope, Shape
 

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import ClassVar
 
-import libcst as cst
-from libcst.metadata import CodeRange, PositionProvider, ProviderT
+from . import lazycst as cst
 
 from .config import Config
 from .gradmode import GradModeAnalysis
@@ -91,6 +90,8 @@ class RuleContext:
         self.grad = GradModeAnalysis(self.model, self.line)
 
     def position(self, node: cst.CSTNode) -> CodeRange:
+        from libcst.metadata import PositionProvider
+
         return self.metadata[PositionProvider][node]  # type: ignore[return-value]
 
     def line(self, node: cst.CSTNode) -> int:
@@ -98,7 +99,7 @@ class RuleContext:
         return self.position(node).start.line + self.line_offset
 
 
-class Rule(cst.BatchableCSTVisitor):
+class Rule:
     CODE: ClassVar[str]
     NAME: ClassVar[str]
     MESSAGE: ClassVar[str]
@@ -110,7 +111,6 @@ class Rule(cst.BatchableCSTVisitor):
     METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = ()
 
     def __init__(self, context: RuleContext) -> None:
-        super().__init__()
         self.context = context
         self._statements: list[cst.CSTNode] = []
 
@@ -163,41 +163,48 @@ class Rule(cst.BatchableCSTVisitor):
         return [s for s in DOC_SECTIONS if f"## {s}" not in doc]
 
 
-class RuleDispatcher(cst.CSTVisitor):
-    """Runs several rules in one traversal (what LibCST's ``visit_batched`` does, with
-    each rule class's ``visit_*`` / ``leave_*`` table computed once, not per module)."""
+def dispatch(rules: Sequence[Rule], module: cst.Module) -> None:
+    """Run several rules over ``module`` in one traversal (what LibCST's
+    ``visit_batched`` does, with each rule class's ``visit_*`` / ``leave_*`` table
+    computed once, not per module)."""
+    module.visit(_dispatcher_type()(rules))
 
-    def __init__(self, rules: Sequence[Rule]) -> None:
-        super().__init__()
-        self._visit: dict[str, list] = {}
-        self._leave: dict[str, list] = {}
-        for rule in rules:
-            visits, leaves = _method_names(type(rule))
-            for node_type, name in visits:
-                self._visit.setdefault(node_type, []).append(getattr(rule, name))
-            for node_type, name in leaves:
-                self._leave.setdefault(node_type, []).append(getattr(rule, name))
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        for method in self._visit.get(type(node).__name__, ()):
-            method(node)
-        return True
+@cache
+def _dispatcher_type() -> type:
+    """The LibCST visitor class behind :func:`dispatch`, made on first use (a class
+    statement naming ``cst.CSTVisitor`` at import time would import LibCST)."""
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        for method in self._leave.get(type(original_node).__name__, ()):
-            method(original_node)
+    class RuleDispatcher(cst.CSTVisitor):
+        def __init__(self, rules: Sequence[Rule]) -> None:
+            super().__init__()
+            self._visit: dict[str, list] = {}
+            self._leave: dict[str, list] = {}
+            for rule in rules:
+                visits, leaves = _method_names(type(rule))
+                for node_type, name in visits:
+                    self._visit.setdefault(node_type, []).append(getattr(rule, name))
+                for node_type, name in leaves:
+                    self._leave.setdefault(node_type, []).append(getattr(rule, name))
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            for method in self._visit.get(type(node).__name__, ()):
+                method(node)
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            for method in self._leave.get(type(original_node).__name__, ()):
+                method(original_node)
+
+    return RuleDispatcher
 
 
 @cache
 def _method_names(rule: type[Rule]) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
-    """The ``visit_<Node>`` / ``leave_<Node>`` methods ``rule`` defines: not the no-op
-    defaults every LibCST visitor inherits (one per node type, marked ``_is_no_op``),
-    which would otherwise be called on every node."""
-    names = [
-        n for n in dir(rule)
-        if n.startswith(("visit_", "leave_")) and "_" not in n[6:]
-        and not getattr(getattr(rule, n), "_is_no_op", False)
-    ]
+    """The ``visit_<Node>`` / ``leave_<Node>`` methods ``rule`` defines. (A rule is not
+    itself a LibCST visitor: one would inherit a no-op method per node type, and the
+    dispatcher would call them all on every node.)"""
+    names = [n for n in dir(rule) if n.startswith(("visit_", "leave_")) and "_" not in n[6:]]
     visits = tuple((n[6:], n) for n in names if n.startswith("visit_"))
     leaves = tuple((n[6:], n) for n in names if n.startswith("leave_"))
     return visits, leaves

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-import libcst as cst
+from gradgate import lazycst as cst
 
 from gradgate.boolchain import has_comment
 from gradgate.gates import call_name, contains_direct_call, grad_gates, is_falsy_constant, strip_not

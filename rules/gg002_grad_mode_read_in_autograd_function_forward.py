@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-import libcst as cst
+from gradgate import lazycst as cst
 
 from gradgate.rule import Invalid, Rule, Valid
 from gradgate.semantic import Polarity, own_nodes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-import libcst as cst
+from gradgate import lazycst as cst
 
 from gradgate.boolchain import conjuncts, is_and
 from gradgate.gates import contains_direct_call, strip_not

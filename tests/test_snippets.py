@@ -52,3 +52,34 @@ def test_a_statement_sharing_a_line_with_else_is_widened_to_its_parent():
     assert result.cst_lines == 3  # the `if` at 3-5, not the whole file
     fixed = lint_source("t.py", source.encode(), Config(), fix=True).fixed
     assert fixed == source.replace(" and is_grad_enabled\n", "\n").encode()
+
+
+def _modules_after(code: str, tmp_path) -> list[str]:
+    """Run ``code`` in a fresh interpreter; the top-level packages it imported."""
+    import subprocess
+    import sys
+
+    script = code + "\nimport sys\nprint(sorted({m.split('.')[0] for m in sys.modules}))\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, check=True)
+    return eval(done.stdout)  # noqa: S307  (our own print of a list of names)
+
+
+def test_libcst_is_imported_only_for_a_file_with_a_candidate_statement(tmp_path):
+    """Importing the rules and running their stdlib-ast tests never imports LibCST
+    (~0.2 s): a file whose grad-mode reads can hold no finding is checked without it."""
+    (tmp_path / "correct.py").write_text(
+        "import torch\n"
+        "def forward(ctx, x, weight):\n"
+        "    if torch.is_grad_enabled():\n"
+        "        ctx.save_for_backward(x, weight)\n"
+        "    return x\n"
+    )
+    (tmp_path / "buggy.py").write_text("ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n")
+    check = (
+        "from gradgate.config import Config\n"
+        "from gradgate.engine import lint_file\n"
+        "result = lint_file({!r}, Config())\n"
+        "assert (result.stage, len(result.findings)) == {!r}, result\n"
+    )
+    assert "libcst" not in _modules_after(check.format("correct.py", ("ast", 0)), tmp_path)
+    assert "libcst" in _modules_after(check.format("buggy.py", ("snippets", 1)), tmp_path)
