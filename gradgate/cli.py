@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from dataclasses import dataclass
@@ -290,7 +291,18 @@ def explain(code: str) -> None:
     click.echo(f"# {rule.CODE} {rule.NAME}\n\n{rule.documentation()}")
 
 
+#: the cyclic garbage collector's first-generation threshold for a gradgate process
+GC_THRESHOLD = 30_000
+
+
 def main() -> None:
+    # A run allocates in bursts and keeps most of it (LibCST's import makes thousands of
+    # classes and functions, an ast parse tens of thousands of nodes), so with Python's
+    # default threshold (700) the collector runs ~80 times in a single-file check for
+    # little. At 30,000 it runs once: about 8 ms less of a 0.3 s check, and faster, for
+    # 3 MB more, on a run that sends every file through LibCST (benchmarks/README.md).
+    # Cycles are still collected: with the collector off, that run grows by 45 MB.
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     cli(prog_name="gradgate")
 
 
