@@ -299,9 +299,9 @@ def main() -> None:
     # A run allocates in bursts and keeps most of it (LibCST's import makes thousands of
     # classes and functions, an ast parse tens of thousands of nodes), so with Python's
     # default threshold (700) the collector runs ~80 times in a single-file check for
-    # little. At 30,000 it runs once: about 8 ms less of a 0.3 s check, and faster, for
-    # 3 MB more, on a run that sends every file through LibCST (benchmarks/README.md).
-    # Cycles are still collected: with the collector off, that run grows by 45 MB.
+    # little. At 30,000 it runs 13 times: about 6 ms less of a 0.3 s check, and no slower,
+    # for 4 MiB more, on a run that sends every file through LibCST (benchmarks/README.md).
+    # Cycles are still collected: with the collector off, that run needs 45 MiB more.
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     cli(prog_name="gradgate")
 
