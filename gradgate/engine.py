@@ -191,6 +191,10 @@ def _parse_cst(text: str):
         raise LintError(
             f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}"
         ) from None
+    except cst.CSTValidationError as exc:
+        # valid Python LibCST refuses to build, e.g. `(a if b else c)and d` (CPython needs
+        # no space after the parenthesis; LibCST's BooleanOperation validation wants one)
+        raise LintError(f"LibCST cannot parse this file: {exc}") from None
     except RecursionError:
         raise LintError("too deeply nested to parse") from None
 
@@ -230,7 +234,7 @@ def _parse_frame(lines: list[str], first: int, last: int, top_level: bool = Fals
         module = cst.parse_module(header + body + sentinel)
         if module.code != header + body + sentinel:
             return None
-    except (cst.ParserSyntaxError, RecursionError):
+    except (cst.ParserSyntaxError, cst.CSTValidationError, RecursionError):
         return None
     return Snippet(first, last, header, module, sentinel)
 

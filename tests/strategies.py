@@ -384,12 +384,13 @@ def _tokens(text: str) -> list[str]:
 def _libcst_whole(data: bytes) -> str:
     """What LibCST makes of the whole file: "exact" (it regenerates every byte),
     "inexact" (it parses, but not byte for byte: e.g. some lone-CR files), "rejects"
-    (a parser error on a file CPython accepts, e.g. a final backslash-CRLF) or "other"."""
+    (an error on a file CPython accepts: a final backslash-CRLF, ``(a if b else c)and d``)
+    or "other"."""
     import libcst
 
     try:
         module = libcst.parse_module(data)
-    except libcst.ParserSyntaxError:
+    except (libcst.ParserSyntaxError, libcst.CSTValidationError):
         return "rejects"
     except Exception:  # noqa: BLE001  (RecursionError and the like)
         return "other"

@@ -273,6 +273,37 @@ def test_a_file_libcst_cannot_parse_whole_is_checked_and_fixed_by_its_statements
     assert (tmp_path / "t.py").read_bytes() == source.replace(b" and is_grad_enabled", b"")
 
 
+def test_valid_python_libcst_cannot_represent_is_an_error_only_where_it_is_needed(tmp_path):
+    """CPython accepts ``(a if b else c)and d``; LibCST refuses it (found by
+    tests/fuzz.py). In a statement gradgate must parse with LibCST it is a clear error
+    (exit 2, nothing written); elsewhere in the file it does not matter."""
+    flagged = (
+        "def f(ub_overlap_ag, is_grad_enabled, c, w):\n"
+        "    ub_overlap_ag = (c if c else w)and ub_overlap_ag and is_grad_enabled\n"
+    )
+    elsewhere = (
+        "def f(ub_overlap_ag, is_grad_enabled, c, w):\n"
+        "    y = (c if c else w)and c\n"
+        "    ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n"
+    )
+    (tmp_path / "flagged.py").write_text(flagged)
+    (tmp_path / "elsewhere.py").write_text(elsewhere)
+    message = "LibCST cannot parse this file: Must have at least one space around boolean operator."
+    for command in ("check", "fix"):
+        result = run_cli(command, "--no-cache", "flagged.py", cwd=tmp_path)
+        assert result.returncode == 2
+        assert _errors(result.stderr) == {"flagged.py": message}
+        assert (tmp_path / "flagged.py").read_text() == flagged
+    fast = run_cli("check", "--format", "json", "--no-cache", "elsewhere.py", cwd=tmp_path)
+    assert (fast.returncode, fast.stderr) == (1, b"")
+    assert [(f["line"], f["column"]) for f in json.loads(fast.stdout)] == [(3, 39)]
+    full = run_cli("check", "--no-prefilter", "--no-cache", "elsewhere.py", cwd=tmp_path)
+    assert (full.returncode, _errors(full.stderr)) == (2, {"elsewhere.py": message})
+    fixed = run_cli("fix", "--no-cache", "elsewhere.py", cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+    assert (tmp_path / "elsewhere.py").read_text() == elsewhere.replace(" and is_grad_enabled\n", "\n")
+
+
 def test_missing_path_alone(tmp_path):
     result = cli("check", "nope.py", cwd=tmp_path)
     assert (result.returncode, result.stderr.decode()) == (2, "error: nope.py: no such file or directory\n")
