@@ -301,14 +301,14 @@ class _Analysis:
         except (RecursionError, MemoryError, ValueError) as exc:
             raise LintError(f"cannot parse: {type(exc).__name__}") from None
         model = ModuleModel(tree, config, None if whole else text)
-        statements = model.candidates(lambda s, scope: any(r.candidate(s, model, scope) for r in rules))
+        statements, parent = model.candidates(lambda s, scope: any(r.candidate(s, model, scope) for r in rules))
         self.stage = "module" if whole else ("snippets" if statements else "ast")
         self.found: list[_Found] = []
         #: lines whose suppression comment silenced a finding
         self.used_suppressions: set[int] = set()
         self.cst_lines = 0
         if statements or whole:
-            for snippet in _snippets(self.lines, statements, whole, model.parent):
+            for snippet in _snippets(self.lines, statements, whole, parent):
                 self.cst_lines += snippet.last - snippet.first + 1
                 self.found.extend(self._visit(snippet, model, config, rules))
         if config.reports_unused_suppressions and "gradgate:" in text:

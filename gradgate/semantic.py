@@ -22,6 +22,7 @@ import ast
 import bisect
 import enum
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .config import Config
@@ -410,24 +411,26 @@ class ModuleModel:
         return None
 
     # -- candidates ---------------------------------------------------------------
-    def candidates(self, accept) -> list[ast.stmt]:
+    def candidates(self, accept) -> tuple[list[ast.stmt], dict[ast.stmt, ast.stmt]]:
         """The outermost statements that read the grad mode in their own expressions and
         that ``accept(statement, scope)`` (some rule's cheap test) takes. A statement it
         rejects is not analysed further, but the statements nested in its blocks are:
         each rule's test judges a statement by its own expressions (and, for an ``if``,
-        the shape of its blocks), never by what is nested in it."""
-        found: list[ast.stmt] = []
-        #: the statement whose block holds a statement met on the way
-        self.parent: dict[ast.stmt, ast.stmt] = {}
-        self._find_candidates(self._tree.body, self.module_scope, accept, found, None)
-        return found
+        the shape of its blocks), never by what is nested in it.
 
-    def _find_candidates(self, body: list, scope: Scope, accept, found: list, parent) -> None:
+        Also returns, for every statement met on the way, the statement whose block
+        holds it (to widen one that cannot be parsed alone)."""
+        found: list[ast.stmt] = []
+        parent: dict[ast.stmt, ast.stmt] = {}
+        self._find_candidates(self._tree.body, self.module_scope, accept, found, parent, None)
+        return found, parent
+
+    def _find_candidates(self, body: list, scope: Scope, accept, found: list, parents: dict, parent) -> None:
         for statement in body:
             if not self._may_read_grad(statement):
                 continue
             if parent is not None:
-                self.parent[statement] = parent
+                parents[statement] = parent
             inner = self._scope_of.get(statement, scope)
             if inner is scope and self._reads_grad(statement, scope) and accept(statement, scope):
                 found.append(statement)
@@ -436,18 +439,15 @@ class ModuleModel:
                 for child in getattr(statement, field_name, None) or ():
                     # ExceptHandler and match_case are not statements but hold a body
                     group = [child] if isinstance(child, ast.stmt) else child.body
-                    self._find_candidates(group, inner, accept, found, statement)
+                    self._find_candidates(group, inner, accept, found, parents, statement)
 
     def _reads_grad(self, statement: ast.stmt, scope: Scope) -> bool:
         """Does an expression owned by ``statement`` (not a nested statement) read the
         grad mode, with either polarity?"""
-        for name, value in ast.iter_fields(statement):
-            if name in _BODY_FIELDS or name == "decorator_list":
-                continue
-            for expression in value if isinstance(value, list) else [value]:
-                if isinstance(expression, ast.AST) and self._expression_reads_grad(expression, scope):
-                    return True
-        return False
+        return any(
+            name not in _BODY_FIELDS and name != "decorator_list" and self._expression_reads_grad(expression, scope)
+            for name, expression in _children(statement)
+        )
 
     def _expression_reads_grad(self, expression: ast.AST, scope: Scope) -> bool:
         for node in ast.walk(expression):
@@ -501,24 +501,20 @@ class Flow:
                     flow.comm.update(_flag_names(options))
             if isinstance(node, ast.stmt):
                 own, backward = _statement_roles(node)
-                for name, value in ast.iter_fields(node):
-                    for child in value if isinstance(value, list) else [value]:
-                        if not isinstance(child, ast.AST) or isinstance(child, _NEW_SCOPES):
-                            continue
-                        if name in _BODY_FIELDS:  # a statement, or an except handler / case
-                            inner = (node,) if name == "body" and isinstance(node, ast.If) else ()
-                            stack.append((child, None, backward, False, inner))
-                        else:
-                            stack.append((child, own, backward, isinstance(child, ast.Lambda), branches))
-                continue
-            for name, value in ast.iter_fields(node):
-                for child in value if isinstance(value, list) else [value]:
-                    if not isinstance(child, ast.AST):
+                for name, child in _children(node):
+                    if isinstance(child, _NEW_SCOPES):
                         continue
-                    inner = branches
-                    if name == "body" and isinstance(node, ast.IfExp) and not in_lambda:
-                        inner = (*branches, node)
-                    stack.append((child, own, backward, in_lambda or isinstance(child, ast.Lambda), inner))
+                    if name in _BODY_FIELDS:  # a statement, or an except handler / case
+                        inner = (node,) if name == "body" and isinstance(node, ast.If) else ()
+                        stack.append((child, None, backward, False, inner))
+                    else:
+                        stack.append((child, own, backward, isinstance(child, ast.Lambda), branches))
+                continue
+            for name, child in _children(node):
+                inner = branches
+                if name == "body" and isinstance(node, ast.IfExp) and not in_lambda:
+                    inner = (*branches, node)
+                stack.append((child, own, backward, in_lambda or isinstance(child, ast.Lambda), inner))
         return flow
 
 
@@ -545,15 +541,21 @@ def _statement_roles(statement: ast.stmt) -> tuple[set[str], set[int]]:
     return own, {id(n) for v in backward_values for n in ast.walk(v)}
 
 
+def _children(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
+    """``(field name, child)`` for every AST child of ``node``: what
+    :func:`ast.iter_child_nodes` gives, with the field each child sits in."""
+    for name, value in ast.iter_fields(node):
+        for child in value if isinstance(value, list) else [value]:
+            if isinstance(child, ast.AST):
+                yield name, child
+
+
 def own_nodes(node: ast.AST):
     """The expressions of one statement (or an expression), not its nested blocks."""
     if isinstance(node, ast.stmt):
-        for name, value in ast.iter_fields(node):
-            if name in _BODY_FIELDS:
-                continue
-            for part in value if isinstance(value, list) else [value]:
-                if isinstance(part, ast.AST):
-                    yield from ast.walk(part)
+        for name, part in _children(node):
+            if name not in _BODY_FIELDS:
+                yield from ast.walk(part)
     else:
         yield from ast.walk(node)
 

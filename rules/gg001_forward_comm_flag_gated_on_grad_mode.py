@@ -13,14 +13,17 @@ from gradgate.rule import Invalid, Replacement, Rule, Valid
 from gradgate.semantic import Polarity, ast_dotted, direct_nodes, own_nodes
 
 
+def _forward_owner(owner: str | None) -> bool:
+    """Can an attribute of ``owner`` (a dotted name, None if not one) be a forward flag?
+    Not on ``ctx``: what is stored there is backward state."""
+    return owner is not None and owner != "ctx" and not owner.startswith("ctx.")
+
+
 def _flag_name(target: cst.BaseExpression) -> str | None:
     """The flag an assignment sets: ``x`` or ``obj.x``, never ``ctx.x`` (backward state)."""
     if isinstance(target, cst.Name):
         return target.value
-    if isinstance(target, cst.Attribute):
-        owner = dotted_name(target.value)
-        if owner is None or owner == "ctx" or owner.startswith("ctx."):
-            return None
+    if isinstance(target, cst.Attribute) and _forward_owner(dotted_name(target.value)):
         return target.attr.value
     return None
 
@@ -30,9 +33,7 @@ def _ast_flag(target: ast.expr, model, scope) -> bool:
     if isinstance(target, ast.Name):
         return model.flag_kind(scope, target.id) == "comm"
     if isinstance(target, ast.Attribute):
-        owner = ast_dotted(target.value)
-        return owner is not None and owner != "ctx" and not owner.startswith("ctx.") \
-            and model.config.is_forward_comm_flag(target.attr)
+        return _forward_owner(ast_dotted(target.value)) and model.config.is_forward_comm_flag(target.attr)
     return False
 
 
