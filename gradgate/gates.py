@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from functools import cache
 
 from . import lazycst as cst
-
 from .boolchain import conjuncts, is_and, remove_conjunct, rewrap
 from .gradmode import GradModeAnalysis
 from .rule import Replacement

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import lazycst as cst
-
 from .semantic import OTHER, ModuleModel, Polarity, Scope, Shape
 
 __all__ = ["GradModeAnalysis", "Polarity", "dotted_name", "cst_shape"]

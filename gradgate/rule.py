@@ -14,13 +14,15 @@ import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from . import lazycst as cst
-
 from .config import Config
 from .gradmode import GradModeAnalysis
 from .semantic import ModuleModel, Scope
+
+if TYPE_CHECKING:  # annotations only: importing them at run time would import LibCST
+    from libcst.metadata import CodeRange, ProviderT
 
 DOC_SECTIONS = (
     "What it does",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 
 from gradgate import lazycst as cst
-
 from gradgate.rule import Invalid, Rule, Valid
 from gradgate.semantic import Polarity, own_nodes
 
