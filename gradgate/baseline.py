@@ -13,7 +13,7 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 
-from .engine import Finding
+from .results import Finding
 from .reporters import fingerprint
 
 FORMAT = 1

@@ -15,13 +15,12 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import asdict
 
 from . import __version__
 from .config import Config
-from .engine import Edit, FileResult, Finding
+from .results import FileResult, Finding
 
-FORMAT = 1
+FORMAT = 2
 #: at most this many entries are kept (the oldest unused ones go first)
 MAX_ENTRIES = 100_000
 
@@ -64,13 +63,13 @@ class ResultCache:
             return None
         try:
             findings = tuple(
-                Finding(path=path, **{**f, "edit": Edit(**f["edit"]) if f.get("edit") else None})
+                Finding.from_json({**f, "path": path})
                 for f in entry["findings"]
             )
             result = FileResult(
                 path, findings, error=entry.get("error"), source=source, stage="cache"
             )
-        except (KeyError, TypeError):
+        except (KeyError, TypeError, ValueError):
             return None  # an entry of another shape: recompute it
         self._used[key] = entry
         self.hits += 1
@@ -81,7 +80,7 @@ class ResultCache:
             return  # only plain check results are cached
         findings = []
         for finding in result.findings:
-            data = asdict(finding)
+            data = finding.to_json()
             del data["path"]
             findings.append(data)
         self._used[key] = {"findings": findings, "error": result.error}

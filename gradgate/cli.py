@@ -190,7 +190,7 @@ def check(paths, output_format, config_file, select, ignore, exclude, no_cache, 
           jobs, no_prefilter, progress, show_source, baseline_file, write_baseline_file,
           report_unused_ignores) -> None:
     """Report grad-mode gated forward decisions under PATHS (default: .)."""
-    from .engine import Finding
+    from .results import Finding
 
     invocation = _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir,
                              jobs, no_prefilter, progress, fix=False,
@@ -229,7 +229,7 @@ def fix(paths, output_format, config_file, select, ignore, exclude, no_cache, ca
     encoding, line endings and permissions, and never if it changed since it was read.
     """
     from . import reporters
-    from .engine import FileResult, Finding
+    from .results import FileResult, Finding
     from .source import SourceError, write_atomic
 
     invocation = _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir,

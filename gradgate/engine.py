@@ -22,10 +22,11 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .config import Config
 from .discovery import discover
+from .results import Applicability, Edit, FileResult, Finding, RunResult
 from .semantic import ModuleModel
 from .source import SourceError, decode_check, read_source
 
@@ -34,74 +35,6 @@ MAX_FIX_PASSES = 16
 
 _SUPPRESSION = re.compile(r"#\s*gradgate:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-
-
-@dataclass(frozen=True)
-class Edit:
-    """The fix of one finding as text: replace the region with ``content``.
-
-    Lines are 1-based, columns 1-based and counted in characters; the end is
-    exclusive. Consumers that apply one edit at a time (SARIF viewers, editors) can use
-    it; ``gradgate fix`` applies the LibCST replacements themselves.
-    """
-
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    content: str
-
-
-@dataclass(frozen=True)
-class Finding:
-    path: str
-    rule: str
-    message: str
-    line: int
-    column: int  # 1-based
-    end_line: int
-    end_column: int  # 1-based, exclusive
-    fixable: bool
-    source_line: str = ""
-    edit: Edit | None = None
-
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.path, self.line, self.column, self.rule)
-
-
-@dataclass(frozen=True)
-class FileResult:
-    path: str
-    findings: tuple[Finding, ...] = ()
-    error: str | None = None
-    #: the bytes that were analysed (None when the file could not be read)
-    source: bytes | None = None
-    #: the fixed bytes, when fixing was asked for and something changed
-    fixed: bytes | None = None
-    #: findings the fix removed
-    fixed_findings: tuple[Finding, ...] = ()
-    #: how far the file got: "prefilter" (no grad-mode token), "ast" (no candidate
-    #: statement), "snippets" or "module" (LibCST on snippets / the whole file)
-    stage: str = ""
-    #: how many of the file's lines LibCST parsed (for a fix, in the first pass)
-    cst_lines: int = 0
-
-    @property
-    def changed(self) -> bool:
-        return self.fixed is not None and self.fixed != self.source
-
-
-@dataclass(frozen=True)
-class RunResult:
-    files: tuple[FileResult, ...] = field(default_factory=tuple)
-
-    @property
-    def findings(self) -> list[Finding]:
-        return sorted((f for r in self.files for f in r.findings), key=Finding.sort_key)
-
-    @property
-    def errors(self) -> list[FileResult]:
-        return [r for r in self.files if r.error is not None]
 
 
 class LintError(Exception):
@@ -333,7 +266,7 @@ class _Analysis:
                 path=self.path, rule=UNUSED_SUPPRESSION_CODE,
                 message=f"unused suppression `{comment}`: {reason}",
                 line=line, column=column, end_line=line, end_column=column + len(comment),
-                fixable=False, source_line=self.lines[line - 1].rstrip("\r\n"),
+                source_line=self.lines[line - 1].rstrip("\r\n"),
             )
             yield _Found(finding, None, None)  # type: ignore[arg-type]
 
@@ -379,7 +312,7 @@ class _Analysis:
                 column=where.start.column + 1,
                 end_line=where.end.line + snippet.line_offset,
                 end_column=where.end.column + 1,
-                fixable=report.replacement is not None and snippet.lossless,
+                applicability=Applicability.SAFE if report.replacement is not None and snippet.lossless else None,
                 source_line=text,
                 edit=self._edit(context, snippet, report.replacement) if snippet.lossless else None,
             )

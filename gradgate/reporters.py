@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from .engine import FileResult, Finding
+from .results import FileResult, Finding
 
 
 def text_line(finding: Finding) -> str:

@@ -1,0 +1,135 @@
+"""What the engine returns: frozen result objects, never printed here.
+
+A :class:`Finding` may carry a fix (:class:`Edit`, with its :class:`Applicability`) and
+the path grad mode took to reach the decision (:class:`FlowStep`, capture first).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Applicability(str, enum.Enum):
+    """How sure a fix is, as ruff grades them.
+
+    ``safe`` fixes keep the program's meaning but for the bug and are applied by
+    ``gradgate fix``; ``unsafe`` ones may change behaviour in other ways too and are
+    applied only with ``--unsafe-fixes``; ``display`` ones are shown, never applied.
+    """
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    DISPLAY = "display"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """The fix of one finding as text: replace the region with ``content``.
+
+    Lines are 1-based, columns 1-based and counted in characters; the end is
+    exclusive. Consumers that apply one edit at a time (SARIF viewers, editors) can use
+    it; ``gradgate fix`` applies the fixes itself.
+    """
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+
+@dataclass(frozen=True)
+class FlowStep:
+    """One step of the path grad mode took, from its capture to the decision."""
+
+    path: str
+    line: int
+    column: int  # 1-based
+    message: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    rule: str
+    message: str
+    line: int
+    column: int  # 1-based
+    end_line: int
+    end_column: int  # 1-based, exclusive
+    #: the fix's applicability, or None when the finding has no fix
+    applicability: Applicability | None = None
+    source_line: str = ""
+    edit: Edit | None = None
+    #: capture first, the decision last; empty when grad mode was read where it decides
+    flow: tuple[FlowStep, ...] = ()
+
+    @property
+    def fixable(self) -> bool:
+        """Does plain ``gradgate fix`` (no ``--unsafe-fixes``) fix it?"""
+        return self.applicability is Applicability.SAFE
+
+    def fixable_with(self, unsafe_fixes: bool) -> bool:
+        if self.applicability is Applicability.SAFE:
+            return True
+        return unsafe_fixes and self.applicability is Applicability.UNSAFE
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.line, self.column, self.rule)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON data (the cache's form); :meth:`from_json` reads it back."""
+        data = asdict(self)
+        data["applicability"] = None if self.applicability is None else self.applicability.value
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Finding":
+        """Raises KeyError, TypeError or ValueError on data of another shape."""
+        edit = data.get("edit")
+        applicability = data.get("applicability")
+        return cls(
+            **{
+                **data,
+                "applicability": None if applicability is None else Applicability(applicability),
+                "edit": Edit(**edit) if edit else None,
+                "flow": tuple(FlowStep(**step) for step in data.get("flow", ())),
+            }
+        )
+
+
+@dataclass(frozen=True)
+class FileResult:
+    path: str
+    findings: tuple[Finding, ...] = ()
+    error: str | None = None
+    #: the bytes that were analysed (None when the file could not be read)
+    source: bytes | None = None
+    #: the fixed bytes, when fixing was asked for and something changed
+    fixed: bytes | None = None
+    #: findings the fix removed
+    fixed_findings: tuple[Finding, ...] = ()
+    #: how far the file got: "prefilter" (no grad-mode token), "ast" (analysed, nothing
+    #: to fix) or "fix" (LibCST parsed the statements a fix changes)
+    stage: str = ""
+    #: how many of the file's lines LibCST parsed
+    cst_lines: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed is not None and self.fixed != self.source
+
+
+@dataclass(frozen=True)
+class RunResult:
+    files: tuple[FileResult, ...] = field(default_factory=tuple)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return sorted((f for r in self.files for f in r.findings), key=Finding.sort_key)
+
+    @property
+    def errors(self) -> list[FileResult]:
+        return [r for r in self.files if r.error is not None]
