@@ -29,11 +29,11 @@ from .discovery import discover
 from .results import Applicability, Edit, FileResult, Finding, RunResult
 from .semantic import ModuleModel
 from .source import SourceError, decode_check, read_source
+from .suppression import suppressed, suppression_comments
 
 #: Upper bound on fix passes; each pass removes at least one finding.
 MAX_FIX_PASSES = 16
 
-_SUPPRESSION = re.compile(r"#\s*gradgate:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
@@ -55,32 +55,6 @@ def selected_rules(config: Config) -> list:
 def split_lines(text: str) -> list[str]:
     """Lines with their own endings, split where CPython's tokenizer splits them."""
     return _LINE.findall(text)
-
-
-def _suppressed(line_text: str, rule: str) -> bool:
-    for match in _SUPPRESSION.finditer(line_text):
-        codes = match.group("codes")
-        if codes is None or rule in {c.strip() for c in codes.split(",")}:
-            return True
-    return False
-
-
-def _suppression_comments(text: str) -> Iterator[tuple[int, int, str, tuple[str, ...] | None]]:
-    """(line, 1-based column, comment text, codes or None for a bare one) of every
-    ``# gradgate: ignore`` comment (real comments only, not strings)."""
-    import io
-    import tokenize
-
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type == tokenize.COMMENT:
-                match = _SUPPRESSION.search(token.string)
-                if match:
-                    codes = match.group("codes")
-                    parsed = None if codes is None else tuple(c.strip() for c in codes.split(",") if c.strip())
-                    yield token.start[0], token.start[1] + 1 + match.start(), match.group(0), parsed
-    except (tokenize.TokenError, SyntaxError):
-        return
 
 
 # -- snippets ----------------------------------------------------------------------
@@ -253,7 +227,7 @@ class _Analysis:
         from .registry import known_codes
 
         known, selected = known_codes(), {r.CODE for r in rules}
-        for line, column, comment, codes in _suppression_comments(text):
+        for line, column, comment, codes in suppression_comments(text):
             if line in self.used_suppressions:
                 continue
             judged = codes is None or any(c in selected or c not in known for c in codes)
@@ -298,10 +272,10 @@ class _Analysis:
             line = where.start.line + snippet.line_offset
             text = self.lines[line - 1].rstrip("\r\n") if line <= len(self.lines) else ""
             statement = self.lines[report.statement_line - 1] if report.statement_line <= len(self.lines) else ""
-            if _suppressed(text, report.code):
+            if suppressed(text, report.code):
                 self.used_suppressions.add(line)
                 continue
-            if _suppressed(statement, report.code):
+            if suppressed(statement, report.code):
                 self.used_suppressions.add(report.statement_line)
                 continue
             finding = Finding(
@@ -404,7 +378,8 @@ def may_hold_findings(data: bytes, config: Config) -> bool:
 
 
 def lint_source(
-    path: str, data: bytes, config: Config, fix: bool = False, prefilter: bool = True
+    path: str, data: bytes, config: Config, fix: bool = False, prefilter: bool = True,
+    unsafe_fixes: bool = False,
 ) -> FileResult:
     """Lint (and optionally fix) ``data``, the bytes of the file ``path``.
 
