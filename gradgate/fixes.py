@@ -30,6 +30,12 @@ def _covers(where: "CodeRange", span: Span, offset: int) -> bool:
     return start <= (span[0], span[1]) and (span[2], span[3]) <= end
 
 
+def _inside(where: "CodeRange", span: Span, offset: int) -> bool:
+    start = (where.start.line + offset, where.start.column)
+    end = (where.end.line + offset, where.end.column)
+    return (span[0], span[1]) <= start and end <= (span[2], span[3])
+
+
 def _size(where: "CodeRange") -> tuple[int, int]:
     return (where.end.line - where.start.line, where.end.column - where.start.column)
 
@@ -42,6 +48,12 @@ def find(positions: Mapping[cst.CSTNode, "CodeRange"], kinds: tuple[type, ...], 
         if isinstance(node, kinds) and _covers(where, span, offset):
             if best is None or _size(where) < _size(positions[best]):
                 best = node
+    if best is None:
+        # a parenthesised tuple: CPython's span holds the parentheses, LibCST's does not
+        for node, where in positions.items():
+            if isinstance(node, kinds) and _inside(where, span, offset):
+                if best is None or _size(where) > _size(positions[best]):
+                    best = node
     if best is None:
         raise PlanError(f"no {kinds[0].__name__} at {span}")
     return best
@@ -145,7 +157,7 @@ def _transformer_type() -> type:
                 return updated_node.with_changes(orelse=orelse)
             if isinstance(updated_node, (cst.IndentedBlock, cst.Module)):
                 return self._block(original_node, updated_node)
-            if isinstance(updated_node, cst.SimpleStatementLine):
+            if isinstance(updated_node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
                 small = [u for o, u in zip(original_node.body, updated_node.body) if o not in self.statements]
                 if len(small) != len(updated_node.body) and small:
                     small[-1] = small[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)

@@ -73,11 +73,16 @@ class ForwardCommGatedOnGradMode(Rule):
         ),
         Valid("if is_grad_enabled:\n    ctx.save_for_backward(x)\n"),
         Valid("ub_overlap_ag = ub_overlap_ag and not return_layernorm_output\n"),
-        Valid("ub_overlap_ag = ub_overlap_ag or is_grad_enabled\n"),
         Valid("import torch\nub_overlap_ag = torch.is_grad_enabled\n"),
         Valid("def is_grad_enabled(): ...\nub_overlap_ag = ub_overlap_ag and some.is_grad_enabled()\n"),
     ]
     INVALID = [
+        Invalid(
+            # grad mode forcing a path on is a gate too: without it the path is the caller's
+            "ub_overlap_ag = ub_overlap_ag or is_grad_enabled\n",
+            line=1,
+            column=34,
+        ),
         Invalid(
             "ub_overlap_ag_fprop = (\n"
             "    ub_overlap_ag_fprop and is_grad_enabled and not return_layernorm_output\n"
@@ -92,13 +97,13 @@ class ForwardCommGatedOnGradMode(Rule):
             "ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n",
             line=1,
             column=35,
-            expected_replacement="ub_overlap_rs = ub_overlap_rs\n",
+            expected_replacement="",
         ),
         Invalid(
             "import torch as th\nub_overlap_ag = th.is_grad_enabled() and ub_overlap_ag\n",
             line=2,
             column=17,
-            expected_replacement="import torch as th\nub_overlap_ag = ub_overlap_ag\n",
+            expected_replacement="import torch as th\n",
         ),
         Invalid(
             "from torch import is_grad_enabled as grad_on\n"
@@ -119,8 +124,7 @@ class ForwardCommGatedOnGradMode(Rule):
             column=59,
             expected_replacement="import torch\n"
             "def forward(self, x):\n"
-            "    grad = torch.is_grad_enabled()\n"
-            "    self.all_gather_overlap = self.all_gather_overlap\n",
+            "    grad = torch.is_grad_enabled()\n",
         ),
         Invalid(
             "ub_overlap_ag = (\n"
@@ -157,7 +161,7 @@ class ForwardCommGatedOnGradMode(Rule):
             "    return ub_overlap_ag\n",
             line=2,
             column=22,
-            expected_replacement=None,
+            expected_replacement="def f(ub_overlap_ag, is_grad_enabled):\n    return ub_overlap_ag\n",
         ),
         Invalid(
             "ub_overlap_ag &= is_grad_enabled and not x\n",
@@ -170,7 +174,7 @@ class ForwardCommGatedOnGradMode(Rule):
             line=1,
             column=35,
             count=2,
-            expected_replacement="ub_overlap_ag = ub_overlap_ag\n",
+            expected_replacement="",
         ),
     ]
 

@@ -71,6 +71,8 @@ class ModuleAnalysis:
         config = self.config
         words = {q.rsplit(".", 1)[-1] for q in (*config.grad_functions, *config.inference_functions)}
         words |= set(config.grad_names)
+        grad_functions = {*config.grad_functions, *config.inference_functions}
+        words |= {name for name, target in self.index.aliases.items() if target in grad_functions}
         previous: tuple[object, ...] | None = None
         for _ in range(MAX_ROUNDS):
             functions = self._relevant(words)
@@ -221,15 +223,19 @@ class ModuleAnalysis:
         if result is None:
             return []
         bdd = self.bdd
-        gating: list[tuple[ast.AST, ast.AST, int]] = []
+        reads: list[tuple[ast.AST, ast.AST, int]] = []
         for origin in sorted(decision.origins, key=_position):
             found = result.origins.get(origin)
-            if found is None:
-                continue
-            statement, polarity, _trail = found
-            target, value = widen_to_pure_grad(origin, statement, polarity)
-            on = _find(self.replay(function, {target: value}), decision)
-            off = _find(self.replay(function, {target: 1 - value}), decision)
+            if found is not None:
+                statement, polarity, _trail = found
+                reads.append((origin, *widen_to_pure_grad(origin, statement, polarity)))
+        # each read is judged with the others at their grad-on value, so that a gate
+        # behind another gate is seen (and fixed) at once
+        gating: list[tuple[ast.AST, ast.AST, int]] = []
+        for origin, target, value in reads:
+            others = {t: v for o, t, v in reads if o is not origin}
+            on = _find(self.replay(function, {**others, target: value}), decision)
+            off = _find(self.replay(function, {**others, target: 1 - value}), decision)
             if on is None or off is None or on.bdd == off.bdd:
                 continue
             if decision.depends_any_way or bdd.conj(off.bdd, bdd.negate(on.bdd)) == 0:

@@ -135,6 +135,8 @@ class ModuleIndex:
         self.functions: dict[str, FunctionInfo] = {}
         self.by_node: dict[ast.AST, FunctionInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
+        #: names the module binds at its top level (assignments, imports, defs)
+        self.module_names = _bound_at_top(tree)
         self._collect(tree.body, prefix="", owner=None)
         self._mark_backward()
         self.communicates = self._communicating_functions()
@@ -311,3 +313,23 @@ def _parameters(args: ast.arguments) -> list[ast.arg]:
     if args.kwarg:
         out.append(args.kwarg)
     return out
+
+
+def _bound_at_top(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for statement in own_statements(tree.body):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(statement.name)
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in statement.names)
+        else:
+            targets: list[ast.AST] = []
+            if isinstance(statement, ast.Assign):
+                targets = list(statement.targets)
+            elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+                targets = [statement.target]
+            elif isinstance(statement, (ast.For, ast.AsyncFor)):
+                targets = [statement.target]
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names

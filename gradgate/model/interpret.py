@@ -502,8 +502,11 @@ class Interpreter:
         qualified = qualify(name, self.aliases)
         if qualified in self.c.grad_functions or qualified in self.c.inference_functions:
             return Value(TRUE, ident=("grad-function", 1 if qualified in self.c.grad_functions else -1))
-        if name in self.c.grad_names and self.info is not None and ".<locals>." in self.qualname:
-            return self._grad(1, node, Step(node.lineno, node.col_offset, f"`{name}` of the enclosing function taken as grad mode by its name"))
+        if name in self.c.grad_names and (
+            (self.info is not None and ".<locals>." in self.qualname) or name not in self.index.module_names
+        ):
+            return self._grad(1, node, Step(node.lineno, node.col_offset,
+                                            f"`{name}` taken as grad mode by its name (nothing in the module binds it)"))
         return self._opaque(("global", name))
 
     def _backward_context(self) -> bool:
@@ -766,14 +769,12 @@ class Interpreter:
                 continue
             if not comm and self.c.is_flag(keyword):
                 self._record("flag", keyword, value, node, key=("flag-keyword", keyword, id(node)))
-            elif _MODE_KEYWORDS.match(keyword):
+            elif _MODE_KEYWORDS.match(keyword) and resolved is None:  # a function we see decides inside
                 self._record("mode", keyword, value, node, key=("mode", keyword, id(node)))
-        for position, value in enumerate(args):
-            support = self.bdd.support(value.bdd)
-            if len(support) > 1 and any(
-                isinstance(key := self.bdd.atom_name(v), tuple) and key and key[0] in ("attr", "param", "global")
-                and isinstance(key[-1], str) and _TRAINING_NAME.match(key[-1])
-                for v in support
+        for position, (argument, value) in enumerate(zip(node.args, args)):
+            if any(
+                _TRAINING_NAME.match(n.id if isinstance(n, ast.Name) else n.attr)
+                for n in ast.walk(argument) if isinstance(n, (ast.Name, ast.Attribute))
             ):
                 self._record("mode", f"argument {position + 1}", value, node, key=("mode", position, id(node)))
         if isinstance(func, ast.Attribute) and func.attr in _MODE_SWITCHES:
