@@ -196,6 +196,10 @@ def check(paths, output_format, config_file, select, ignore, exclude, no_cache, 
                              jobs, no_prefilter, progress, fix=False,
                              report_unused_ignores=report_unused_ignores)
     results = list(_results(invocation))
+    if output_format in ("json", "sarif"):  # fix edits for the consumers that apply them
+        from .engine import attach_edits
+
+        results = [attach_edits(r, invocation.settings.config) for r in results]
     errors = _print_errors(results)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     root = invocation.settings.root

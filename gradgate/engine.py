@@ -318,6 +318,20 @@ class _Analysis:
         return out
 
     # -- fixing ---------------------------------------------------------------------------
+    def with_edits(self) -> None:
+        """Give every finding with a fix its :class:`Edit` (for editors and SARIF)."""
+        from dataclasses import replace
+
+        for index, found in enumerate(self.found):
+            if found.plan is None:
+                continue
+            try:
+                outcome = self.fixed_text([found])
+            except LintError:
+                continue
+            if outcome is not None:
+                self.found[index] = _Found(replace(found.finding, edit=_edit(self.text, outcome[0])), found.plan)
+
     def fixable(self, unsafe_fixes: bool) -> list[_Found]:
         return [f for f in self.found if f.plan is not None and f.finding.fixable_with(unsafe_fixes)]
 
@@ -365,11 +379,34 @@ class _Analysis:
             original_body = "".join(lines[snippet.first - 1:snippet.last])
             if _comments(new_body) < _comments(original_body):
                 raise _FixInvalid("a fix would drop a comment; file left unchanged")
-            _parse_cst(snippet.header + new_body + snippet.sentinel)
+            try:
+                _parse_cst(snippet.header + new_body + snippet.sentinel)
+            except LintError as exc:
+                raise _FixInvalid(f"a fix produced invalid code ({exc}); file left unchanged") from None
             if new_body and not original_body.endswith(("\n", "\r")) and new_body.endswith("\n"):
                 new_body = new_body[:-1]  # we added that newline in _frame
             lines[snippet.first - 1:snippet.last] = [new_body]
         return "".join(lines), [f for _, f in plans], cst_lines
+
+
+def _edit(old: str, new: str) -> Edit:
+    """The one region where ``new`` differs from ``old``, as an :class:`Edit`."""
+    start = 0
+    limit = min(len(old), len(new))
+    while start < limit and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < limit - start and old[len(old) - 1 - end] == new[len(new) - 1 - end]:
+        end += 1
+
+    def position(offset: int) -> tuple[int, int]:
+        line = old.count("\n", 0, offset) + 1  # CR-only files: the fix region stays on its lines
+        column = offset - (old.rfind("\n", 0, offset) + 1)
+        return line, column + 1
+
+    line, column = position(start)
+    end_line, end_column = position(len(old) - end)
+    return Edit(line, column, end_line, end_column, new[start:len(new) - end])
 
 
 def _overlaps(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
@@ -393,12 +430,14 @@ def may_hold_findings(data: bytes, config: Config) -> bool:
 
 def lint_source(
     path: str, data: bytes, config: Config, fix: bool = False, prefilter: bool = True,
-    unsafe_fixes: bool = False,
+    unsafe_fixes: bool = False, edits: bool = False,
 ) -> FileResult:
     """Lint (and optionally fix) ``data``, the bytes of the file ``path``.
 
-    ``unsafe_fixes`` applies the unsafe fixes too. Never raises for a file's content:
-    a file that cannot be analysed or fixed is a result with ``error`` set.
+    ``unsafe_fixes`` applies the unsafe fixes too; ``edits`` gives each finding with a
+    fix its text edit (LibCST is then imported for files that have one). Never raises
+    for a file's content: a file that cannot be analysed or fixed is a result with
+    ``error`` set.
     """
     try:
         encoding = decode_check(data)
@@ -412,6 +451,8 @@ def lint_source(
         analysis = _Analysis(path, text, config, rules, whole=not prefilter)
     except LintError as exc:
         return FileResult(path, error=str(exc), source=data)
+    if edits and not fix:
+        analysis.with_edits()
     remaining = tuple(f.finding for f in analysis.found)
     if not fix or not analysis.fixable(unsafe_fixes):
         return FileResult(path, remaining, source=data, stage="ast")
@@ -426,6 +467,21 @@ def lint_source(
         fixed=current.encode(encoding),
         fixed_findings=tuple(fixed_findings), stage="fix", cst_lines=cst_lines,
     )
+
+
+def attach_edits(result: FileResult, config: Config) -> FileResult:
+    """``result`` with each fixable finding's text :class:`Edit` (what editors and
+    SARIF consumers apply); a check leaves them out, so that it never needs LibCST."""
+    if result.source is None or result.error is not None or not any(f.applicability for f in result.findings):
+        return result
+    edited = lint_source(result.path, result.source, config, edits=True)
+    if edited.error is not None or len(edited.findings) != len(result.findings):
+        return result
+    from dataclasses import replace
+
+    by_place = {(f.line, f.column, f.rule): f.edit for f in edited.findings}
+    findings = tuple(replace(f, edit=by_place.get((f.line, f.column, f.rule))) for f in result.findings)
+    return replace(result, findings=findings)
 
 
 def _fix(path: str, text: str, analysis: _Analysis, config: Config, rules: Sequence[type["Rule"]],
