@@ -60,7 +60,10 @@ DEFAULT_COMM_CALL_PATTERNS: tuple[str, ...] = (
     r"^(i?send|i?recv|batch_isend_irecv)$",
 )
 #: ... unless it also matches one of these (backward communication)
-DEFAULT_BACKWARD_CALL_PATTERNS: tuple[str, ...] = (r"grad_sync", r"dgrad", r"wgrad", r"backward")
+DEFAULT_BACKWARD_CALL_PATTERNS: tuple[str, ...] = (
+    r"grad_sync", r"dgrad", r"wgrad", r"backward",
+    r"(^|_)loss(_|$)",  # a loss is computed for its gradient: training-step work
+)
 #: a call named like a question asks about communication, it does not communicate
 _QUERY_CALL = re.compile(r"^_*(is|has|supports|can|should|use|uses|needs|check|enable|disable)_")
 #: Modules (or functions) every call into which is communication ...
@@ -147,7 +150,7 @@ class Config:
         return re.compile("|".join(f"(?:{p})" for p in self.comm_call_patterns) or r"(?!)")
 
     @cached_property
-    def _backward_call_re(self) -> re.Pattern[str]:
+    def backward_call_re(self) -> re.Pattern[str]:
         return re.compile("|".join(f"(?:{p})" for p in DEFAULT_BACKWARD_CALL_PATTERNS))
 
     @cached_property
@@ -157,7 +160,7 @@ class Config:
     def is_forward_comm_call(self, name: str) -> bool:
         return (
             bool(self._comm_call_re.search(name))
-            and not self._backward_call_re.search(name)
+            and not self.backward_call_re.search(name)
             and not _QUERY_CALL.match(name)
         )
 

@@ -91,7 +91,7 @@ def test_codemod_patch_applies_to_a_te_fork(te_copy):
     git("apply", "--check", str(patch), cwd=fork)
     git("apply", str(patch), cwd=fork)
     changed = git("diff", "--stat", cwd=fork).stdout.decode()
-    assert "layernorm_linear.py | 2 +-" in changed and "layernorm_mlp.py    | 4 ++--" in changed
+    assert "layernorm_linear.py | 2 +-" in changed and "layernorm_mlp.py    | 3 +--" in changed
     assert run_cli("check", "transformer_engine", cwd=fork).returncode == 0
     # gradgate fix in place gives the same files as the applied patch
     assert run_cli("fix", "transformer_engine", cwd=direct).returncode == 0

@@ -115,8 +115,11 @@ class ModuleAnalysis:
             if value is not None:
                 returns[qualname] = Value(value.bdd, trail=value.trail)
         stores: dict[str, list[Value]] = {}
-        for result in results:
+        for qualname, result in self.results.items():
+            initialiser = qualname is not None and qualname.endswith("__init__")
             for attr, value in result.attribute_stores:
+                if initialiser and value.bdd in (0, 1) and isinstance(value.ident, tuple) and value.ident[0] == "const":
+                    continue  # a default set in __init__, replaced before use
                 stores.setdefault(attr, []).append(value)
         attributes: dict[str, Value] = {}
         plain: set[str] = set()

@@ -284,7 +284,7 @@ class ModuleIndex:
         calls: dict[str, list[str]] = {}
         found: set[str] = set()
         for qualname, info in self.functions.items():
-            if info.backward:
+            if info.backward or self.config.backward_call_re.search(info.node.name):
                 continue
             aliases = self.aliases_of(info)
             callees = []
