@@ -444,7 +444,7 @@ def test_workers_only_when_the_bytes_that_reach_analysis_pay_for_them():
     options = RunOptions(jobs=8)
     assert _workers(options, [60_000] * 18) == 1  # TransformerEngine: 18 files, 1.1 MB
     assert _workers(options, [60_000] * 7) == 1
-    assert _workers(options, [60_000] * 200) == 5  # 12 MB: ~6 s of work
+    assert _workers(options, [60_000] * 200) == 4  # 12 MB: ~4 s of work
     assert _workers(options, [60_000] * 2000) == 8
     assert _workers(RunOptions(jobs=2), [60_000] * 2000) == 2
 
