@@ -11,6 +11,7 @@ import click
 
 from . import __version__
 from .config import ConfigError
+from .escape import display
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -98,15 +99,20 @@ def _results(invocation: Invocation):
 
     progress = _Progress(invocation.progress)
     try:
-        yield from run(invocation.paths, invocation.settings.config, invocation.options, progress)
+        yield from run(invocation.paths, invocation.settings.config, invocation.options, progress,
+                       skipped=_print_skipped)
     finally:
         progress.close()
+
+
+def _print_skipped(path: str, reason: str) -> None:
+    click.echo(f"warning: {display(path)}: {reason}: not checked", err=True)
 
 
 def _print_errors(results) -> list:
     errors = [r for r in results if r.error is not None]
     for result in errors:
-        click.echo(f"error: {result.path}: {result.error}", err=True)
+        click.echo(f"error: {display(result.path)}: {display(result.error)}", err=True)
     return errors
 
 
@@ -138,7 +144,8 @@ def _shared(function):
         click.option("--exclude", multiple=True, help="Glob of paths to skip (repeatable)."),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache."),
         click.option("--cache-dir", type=click.Path(file_okay=False),
-                     help="Cache folder (default: $GRADGATE_CACHE_DIR or .gradgate_cache)."),
+                     help="Cache folder (default: $GRADGATE_CACHE_DIR, else the user's cache "
+                          "directory, ~/.cache/gradgate)."),
         click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: CPUs)."),
         click.option("--no-prefilter", is_flag=True, hidden=True,
                      help="Analyse every file fully with LibCST (slow; for verification)."),
@@ -206,8 +213,11 @@ def check(paths, output_format, config_file, select, ignore, exclude, no_cache, 
     if write_baseline_file or baseline_file:
         from . import baseline
     if write_baseline_file:
-        count = baseline.write(write_baseline_file, findings, root)
-        click.echo(f"Wrote {count} finding{'s' if count != 1 else ''} to {write_baseline_file}.", err=True)
+        try:
+            count = baseline.write(write_baseline_file, findings, root)
+        except baseline.BaselineError as exc:
+            raise click.UsageError(str(exc)) from None
+        click.echo(f"Wrote {count} finding{'s' if count != 1 else ''} to {display(write_baseline_file)}.", err=True)
         sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
     if baseline_file:
         try:
@@ -259,7 +269,7 @@ def fix(paths, output_format, config_file, select, ignore, exclude, no_cache, ca
     verb = "Would fix" if diff else "Fixed"
     for result in changed:
         n = len(result.fixed_findings)
-        click.echo(f"{verb} {n} finding{'s' if n != 1 else ''} in {result.path}", err=True)
+        click.echo(f"{verb} {n} finding{'s' if n != 1 else ''} in {display(result.path)}", err=True)
     total = sum(len(r.fixed_findings) for r in changed)
     click.echo(
         f"{verb} {total} finding{'s' if total != 1 else ''} in {len(changed)} "

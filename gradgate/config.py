@@ -13,6 +13,8 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 
+from .regexsafety import backtracking_risk
+
 #: Functions whose call returns the grad mode (True while autograd records).
 DEFAULT_GRAD_FUNCTIONS: tuple[str, ...] = (
     "torch.is_grad_enabled",
@@ -126,6 +128,9 @@ class Config:
                 re.compile(pattern)
             except re.error as exc:
                 raise ConfigError(f"invalid regular expression {pattern!r}: {exc}") from None
+            risk = backtracking_risk(pattern)
+            if risk is not None:
+                raise ConfigError(f"regular expression {pattern!r} refused: {risk}")
 
     def with_changes(self, **changes: object) -> "Config":
         return replace(self, **changes)

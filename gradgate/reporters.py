@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from .escape import display, encodable, github_data, github_property, uri_path
 from .results import FileResult, Finding
 
 
 def text_line(finding: Finding) -> str:
-    return f"{finding.path}:{finding.line}:{finding.column}: {finding.rule} {finding.message}"
+    return f"{display(finding.path)}:{finding.line}:{finding.column}: {finding.rule} {display(finding.message)}"
 
 
 def render_text(findings: Sequence[Finding], show_source: bool = False) -> str:
@@ -17,7 +18,7 @@ def render_text(findings: Sequence[Finding], show_source: bool = False) -> str:
     for finding in findings:
         out.append(text_line(finding))
         if show_source and finding.source_line:
-            out.append(f"    {finding.source_line.rstrip()}")
+            out.append(f"    {display(finding.source_line.rstrip(), keep_tabs=True)}")
             width = max(1, (finding.end_column - finding.column) if finding.end_line == finding.line else 1)
             out.append("    " + " " * (finding.column - 1) + "^" * width)
             if finding.fixable:
@@ -41,7 +42,7 @@ def summary(findings: Sequence[Finding], errors: int) -> str:
 def finding_dict(finding: Finding) -> dict[str, object]:
     edit = finding.edit
     return {
-        "path": finding.path,
+        "path": encodable(finding.path),
         "line": finding.line,
         "column": finding.column,
         "end_line": finding.end_line,
@@ -60,49 +61,52 @@ def render_json(findings: Sequence[Finding]) -> str:
     return json.dumps([finding_dict(f) for f in findings], indent=2) + "\n"
 
 
-def unified_diff(result: FileResult) -> str:
-    """A ``git apply``-able diff of one fixed file (paths as ``a/PATH`` / ``b/PATH``)."""
+def unified_diff(result: FileResult) -> bytes:
+    """A ``git apply``-able diff of one fixed file (paths as ``a/PATH`` / ``b/PATH``), in
+    the file's own bytes: lines are split at LF only, as git splits them."""
     assert result.source is not None and result.fixed is not None
-    from .source import decode_check
-
-    encoding = decode_check(result.source)
-    before = result.source.decode(encoding).splitlines(keepends=True)
-    after = result.fixed.decode(encoding).splitlines(keepends=True)
-    path = result.path[2:] if result.path.startswith("./") else result.path
     import difflib  # only for --diff
 
-    lines = difflib.unified_diff(before, after, f"a/{path}", f"b/{path}")
+    from .escape import git_path
+
+    path = result.path[2:] if result.path.startswith("./") else result.path
+    before = _lf_lines(result.source)
+    after = _lf_lines(result.fixed)
+    lines = difflib.diff_bytes(
+        difflib.unified_diff, before, after, git_path(b"a/", path), git_path(b"b/", path)
+    )
     out = []
     for line in lines:
         out.append(line)
-        if not line.endswith(("\n", "\r")):
-            out.append("\n\\ No newline at end of file\n")
-    return "".join(out)
+        if not line.endswith(b"\n"):
+            out.append(b"\n\\ No newline at end of file\n")
+    return b"".join(out)
+
+
+def _lf_lines(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    last = lines.pop()
+    out = [line + b"\n" for line in lines]
+    if last:
+        out.append(last)
+    return out
 
 
 # -- GitHub Actions workflow commands ---------------------------------------------------
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def render_github(findings: Sequence[Finding]) -> str:
     out = []
     for f in findings:
         props = ",".join(
             [
-                f"file={_escape_property(f.path)}",
+                f"file={github_property(f.path)}",
                 f"line={f.line}",
                 f"col={f.column}",
                 f"endLine={f.end_line}",
                 f"endColumn={f.end_column}",
-                f"title={_escape_property(f'gradgate {f.rule}')}",
+                f"title={github_property(f'gradgate {f.rule}')}",
             ]
         )
-        out.append(f"::error {props}::{_escape_data(f'{f.rule} {f.message}')}\n")
+        out.append(f"::error {props}::{github_data(f'{f.rule} {f.message}')}\n")
     return "".join(out)
 
 
@@ -115,12 +119,10 @@ def _region(line: int, column: int, end_line: int, end_column: int) -> dict[str,
 
 
 def _uri(path: str) -> str:
-    from urllib.parse import quote
-
     normal = path.replace("\\", "/")
     if normal.startswith("./"):
         normal = normal[2:]
-    return quote(normal)
+    return uri_path(normal)
 
 
 def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (), root: str | None = None) -> str:
@@ -185,7 +187,7 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
     notifications = [
         {
             "level": "error",
-            "message": {"text": f"{r.path}: {r.error}"},
+            "message": {"text": f"{display(r.path)}: {display(r.error or '')}"},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(r.path), "uriBaseId": "%SRCROOT%"}}}],
         }
         for r in errors
@@ -217,9 +219,7 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
 
 
 def _uri_abs(path: str) -> str:
-    from urllib.parse import quote
-
-    return quote(path if path.startswith("/") else "/" + path)
+    return uri_path(path if path.startswith("/") else "/" + path)
 
 
 def fingerprint(finding: Finding, root: str | None = None) -> str:
@@ -233,4 +233,4 @@ def fingerprint(finding: Finding, root: str | None = None) -> str:
     if normal.startswith("./"):
         normal = normal[2:]
     key = "\0".join([finding.rule, normal, " ".join(finding.source_line.split())])
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]

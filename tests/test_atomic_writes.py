@@ -91,7 +91,7 @@ def test_write_atomic_concurrent_change_during_write_wins(tmp_path, monkeypatch)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
 
 
-@pytest.mark.parametrize("failing", ["replace", "chmod", "fdopen", "mkstemp"])
+@pytest.mark.parametrize("failing", ["replace", "fchmod", "fdopen", "mkstemp"])
 def test_write_atomic_io_failure_leaves_original_and_no_temporary(tmp_path, monkeypatch, failing):
     import tempfile
 
@@ -101,7 +101,7 @@ def test_write_atomic_io_failure_leaves_original_and_no_temporary(tmp_path, monk
     def boom(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    target = {"replace": (os, "replace"), "chmod": (os, "chmod"), "fdopen": (os, "fdopen"),
+    target = {"replace": (os, "replace"), "fchmod": (os, "fchmod"), "fdopen": (os, "fdopen"),
               "mkstemp": (tempfile, "mkstemp")}[failing]
     monkeypatch.setattr(*target, boom)
     with pytest.raises(SourceError) as info:

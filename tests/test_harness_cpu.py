@@ -188,6 +188,7 @@ def test_overlay_copies_links_and_replaces(tmp_path):
     root = tmp_path / "ov"
     (root / "transformer_engine").mkdir(parents=True)
     (root / "transformer_engine" / "stale.py").write_text("old\n")
+    (root / ".gradgate-overlay").write_text("")  # an overlay gradgate built before
 
     built = overlay.build_overlay(pkg, root)
 
