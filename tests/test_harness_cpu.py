@@ -57,6 +57,7 @@ def test_launcher_and_lint_path_import_without_torch(tmp_path):
     code = BLOCK_TORCH + (
         "import gradgate.cli, gradgate.engine, gradgate.harness, gradgate.harness.launcher\n"
         "import gradgate.harness.overlay, gradgate.harness.report, gradgate.harness.cases\n"
+        "import gradgate.witness, gradgate.witness.cli, gradgate.witness.report, gradgate.witness.cases\n"
         "from gradgate.cli import cli\n"
         "try:\n"
         f"    cli.main(['check', {str(tmp_path / 'm.py')!r}], prog_name='gradgate')\n"
@@ -69,9 +70,10 @@ def test_launcher_and_lint_path_import_without_torch(tmp_path):
     assert proc.stdout.splitlines()[-2:] == ["exit 1", "[]"]
 
 
-def test_no_module_outside_the_harness_imports_torch():
+def test_no_module_outside_the_harness_and_witness_imports_torch():
     offenders = []
-    files = [p for p in (ROOT / "gradgate").rglob("*.py") if "harness" not in p.relative_to(ROOT).parts]
+    files = [p for p in (ROOT / "gradgate").rglob("*.py")
+             if not {"harness", "witness"} & set(p.relative_to(ROOT).parts)]
     files += list((ROOT / "rules").rglob("*.py"))
     for path in files:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -84,16 +86,24 @@ def test_no_module_outside_the_harness_imports_torch():
     assert files and offenders == []
 
 
-def test_harness_modules_that_import_torch_are_only_the_rank_side():
-    harness_dir = ROOT / "gradgate" / "harness"
+def _torch_importing(folder: Path) -> set[str]:
     importing = set()
-    for path in harness_dir.glob("*.py"):
+    for path in folder.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 if any(n.split(".")[0] in ("torch", "transformer_engine") for n in names):
                     importing.add(path.name)
-    assert importing == {"rank.py", "probe.py"}
+    return importing
+
+
+def test_harness_modules_that_import_torch_are_only_the_rank_side():
+    assert _torch_importing(ROOT / "gradgate" / "harness") == {"rank.py", "probe.py"}
+
+
+def test_witness_modules_that_import_torch_are_only_the_recording_side():
+    assert _torch_importing(ROOT / "gradgate" / "witness") == {
+        "collectives.py", "compare.py", "modes.py", "pytest_plugin.py", "rank.py", "recorder.py"}
 
 
 # -- overlay from the real TE 2.20.2 wheel -----------------------------------------------
