@@ -154,7 +154,7 @@ class _Group(click.Group):
     """Loads the optional ``harness`` and ``witness`` commands (and their modules) only
     when they are used: ``check`` and ``fix`` start without them."""
 
-    LAZY = {"harness": "gradgate.harness.launcher", "witness": "gradgate.witness.cli"}
+    LAZY = {"harness": "gradgate.harness.cli", "witness": "gradgate.witness.cli"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from gradgate.harness import cli as harness_cli
 from gradgate.harness import launcher, overlay, report
 from gradgate.harness.cases import DEFAULT_PERF_SHAPES, parse_perf_shapes
 
@@ -55,7 +56,7 @@ def test_launcher_and_lint_path_import_without_torch(tmp_path):
         "    return ub_overlap_ag\n"
     )
     code = BLOCK_TORCH + (
-        "import gradgate.cli, gradgate.engine, gradgate.harness, gradgate.harness.launcher\n"
+        "import gradgate.cli, gradgate.engine, gradgate.harness, gradgate.harness.launcher, gradgate.harness.cli\n"
         "import gradgate.harness.overlay, gradgate.harness.report, gradgate.harness.cases\n"
         "import gradgate.witness, gradgate.witness.cli, gradgate.witness.report, gradgate.witness.cases\n"
         "from gradgate.cli import cli\n"
@@ -98,7 +99,8 @@ def _torch_importing(folder: Path) -> set[str]:
 
 
 def test_harness_modules_that_import_torch_are_only_the_rank_side():
-    assert _torch_importing(ROOT / "gradgate" / "harness") == {"rank.py", "probe.py"}
+    assert _torch_importing(ROOT / "gradgate" / "harness") == {
+        "probe.py", "rank_setup.py", "rank_cases.py", "rank_perf.py"}
 
 
 def test_witness_modules_that_import_torch_are_only_the_recording_side():
@@ -238,7 +240,7 @@ def _rank_args(variant: str, output: str, perf: bool, nproc_perf_shapes: str = D
         "--result-file", f"{output}/raw-{variant}.json",
         "--modules", "LayerNormLinear,LayerNormMLP",
         "--recipes", "bf16,fp8_delayed_scaling,fp8_current_scaling,mxfp8,nvfp4",
-        "--modes", "no_grad,grad,checkpoint_reentrant",
+        "--modes", "no_grad,grad,checkpoint_reentrant,checkpoint_non_reentrant",
         "--hidden-size", "1024",
         "--seq-length", "2048",
         "--batch-size", "2",
@@ -264,7 +266,7 @@ def _torchrun(nproc: int, rank_args: list[str]) -> list[str]:
 
 
 def _invoke(args, env=None):
-    return CliRunner().invoke(launcher.harness, args, env=env, catch_exceptions=False)
+    return CliRunner().invoke(harness_cli.harness, args, env=env, catch_exceptions=False)
 
 
 def test_dry_run_both_builds_two_torchrun_lines(tmp_path):

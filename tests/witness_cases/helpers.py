@@ -53,3 +53,15 @@ class Plain(nn.Module):
         y = self.linear(x)
         dist.all_reduce(y)
         return torch.nn.functional.gelu(y)
+
+
+class ThreeCollectives(nn.Module):
+    """A plain c10d all-gather and all-reduce, and a functional all-reduce."""
+
+    def forward(self, x):
+        import torch.distributed._functional_collectives as funcol
+
+        out = x.new_empty((x.shape[0] * dist.get_world_size(), *x.shape[1:]))
+        dist.all_gather_into_tensor(out, x)
+        dist.all_reduce(out)
+        return funcol.all_reduce(out, "sum", dist.group.WORLD) + 1
