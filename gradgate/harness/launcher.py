@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,9 @@ def count_visible_gpus(env: dict[str, str] | None = None) -> int:
     ``nvidia-smi -L`` gives the GPUs of the machine; ``CUDA_VISIBLE_DEVICES``, when set,
     restricts them (entries up to the first invalid one, as CUDA reads it).
     """
-    env = os.environ if env is None else env
+    environ: Mapping[str, str] = os.environ if env is None else env
     listed = None
-    smi = shutil.which("nvidia-smi", path=env.get("PATH"))
+    smi = shutil.which("nvidia-smi", path=environ.get("PATH"))
     if smi:
         try:
             proc = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60)
@@ -41,7 +42,7 @@ def count_visible_gpus(env: dict[str, str] | None = None) -> int:
                 listed = sum(1 for line in proc.stdout.splitlines() if line.startswith("GPU "))
         except (OSError, subprocess.TimeoutExpired):
             listed = None
-    visible = env.get("CUDA_VISIBLE_DEVICES")
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
         return listed or 0
     entries = []

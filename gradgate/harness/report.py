@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from .cases import MODES, MODULES, RECIPES, TE_VARIANTS
 
@@ -361,6 +362,8 @@ def _results_section(report: dict) -> list[str]:
         stock = index.get((module, recipe, mode, "stock"))
         fixed = index.get((module, recipe, mode, "fixed"))
         any_case = stock or fixed
+        if any_case is None:
+            continue
         if "skipped" in any_case:
             skipped_rows.append((module, recipe, mode, any_case["skipped"]))
             continue
@@ -556,7 +559,7 @@ def render_plot(report: dict, path: Path) -> str | None:
 
 
 # -- writing ----------------------------------------------------------------------------
-def write_report(report: dict, output: Path) -> dict[str, Path | None]:
+def write_report(report: dict, output: Path) -> dict[str, Any]:
     """Write report.json, speedup.png (if possible) and report.md into ``output``."""
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)

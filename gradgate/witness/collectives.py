@@ -69,7 +69,7 @@ def _process_group(values: dict[str, Any]) -> Any:
     if isinstance(name, str):
         from torch.distributed.distributed_c10d import _resolve_process_group
 
-        return _resolve_process_group(name)
+        return _resolve_process_group(name)  # type: ignore[arg-type]  # GroupName is a str
     return None
 
 

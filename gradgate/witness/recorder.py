@@ -11,6 +11,7 @@ training flag; probes record calls of chosen Python functions. ATen ops that do 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -26,7 +27,7 @@ DEFAULT_IGNORED_ATEN = ("aten.detach", "aten.alias", "aten.lift_fresh")
 
 
 class PathRecorder(TorchDispatchMode):
-    def __init__(self, probes: list[Probe] = (), ignored_aten: tuple[str, ...] = DEFAULT_IGNORED_ATEN,
+    def __init__(self, probes: Sequence[Probe] = (), ignored_aten: tuple[str, ...] = DEFAULT_IGNORED_ATEN,
                  aten: bool = True) -> None:
         super().__init__()
         self.forwards: list[Forward] = []

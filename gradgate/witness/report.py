@@ -7,9 +7,19 @@ A finding of ``gradgate check`` in a case's source file (or on a divergence's st
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from .findings import lint_files
+
+
+def shown(path: str) -> str:
+    """``path`` as the verdict lines show it: relative to the current folder when under it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return path
+    return path if rel.startswith("..") else rel
 
 
 def case_verdict(case: dict[str, Any]) -> tuple[str, str]:
@@ -30,7 +40,8 @@ def case_verdict(case: dict[str, Any]) -> tuple[str, str]:
         if d["kind"] == "training":
             parts.append(f"{d['other']}: module.training differs")
         elif p:
-            where = f"{p['path']}:{p['line']}" + (f" ({d['other']}: line {p['other_line']})" if p["other_line"] != p["line"] else "")
+            other = f" ({d['other']}: line {p['other_line']})" if p["other_line"] != p["line"] else ""
+            where = f"{shown(p['path'])}:{p['line']}{other}"
             parts.append(f"{d['other']}: paths part at {where}")
     for mode, error in (case.get("errors") or {}).items():
         parts.append(f"{mode}: {error}")
@@ -57,7 +68,7 @@ def finding_verdicts(result: dict[str, Any]) -> list[dict[str, Any]]:
                 if entry not in labels:
                     labels.append(entry)
     out = []
-    for path, findings in lint_files(paths).items():
+    for findings in lint_files(paths).values():
         for finding in findings:
             by = witnessed.get((finding.path, finding.line, finding.rule), [])
             out.append(
@@ -81,7 +92,7 @@ def verdict_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"{status:<8} {case['name']}: {text}")
     for f in report.get("findings", []):
         by = f"by {', '.join(f['witnessed_by'])}" if f["witnessed_by"] else "no case diverges there"
-        lines.append(f"{f['verdict']:<13} {f['rule']} {f['path']}:{f['line']}:{f['column']} {by}")
+        lines.append(f"{f['verdict']:<13} {f['rule']} {shown(f['path'])}:{f['line']}:{f['column']} {by}")
     for error in report.get("run_errors", []):
         lines.append(f"ERROR    run: {error}")
     lines.append(summary_line(report))

@@ -48,7 +48,7 @@ def _is_user_file(path: str, excluded: tuple[str, ...]) -> bool:
 
 def user_stack(excluded: tuple[str, ...], start: FrameType | None = None) -> tuple[Frame, ...]:
     """The user frames of the current stack (or from ``start`` outward), outermost first."""
-    frame = start if start is not None else sys._getframe(1)
+    frame: FrameType | None = start if start is not None else sys._getframe(1)
     frames: list[Frame] = []
     cache: dict[str, bool] = {}
     while frame is not None:
