@@ -471,6 +471,41 @@ def test_committed_markdown_is_rendered_from_committed_json(recorded):
     assert (VALIDATION / "speedup.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_dry_run_non_reentrant_mode(tmp_path):
+    result = _invoke(["--te", "fixed", "--nproc-per-node", "2", "--output", str(tmp_path), "--dry-run", "--no-perf",
+                      "--modes", "checkpoint_non_reentrant,no_grad"])
+    assert result.exit_code == 0, result.output
+    argv = shlex.split(result.output.split(" ", 1)[1])
+    assert argv[argv.index("--modes") + 1] == "no_grad,checkpoint_non_reentrant"
+
+
+def test_markdown_with_the_non_reentrant_mode(recorded):
+    """A report that ran the fourth mode describes it and gives it its rows, after the reentrant one."""
+    extended = copy.deepcopy(recorded)
+    extended["settings"]["modes"] = ["no_grad", "grad", "checkpoint_reentrant", "checkpoint_non_reentrant"]
+    for case in [c for c in recorded["cases"] if c["mode"] == "checkpoint_reentrant"]:
+        added = copy.deepcopy(case)
+        added["mode"] = "checkpoint_non_reentrant"
+        for forward in added.get("forwards", []):
+            forward.update(grad_enabled=True, overlap_used=True)
+        if "forwards" in added:
+            added["overlap_used"] = True
+        extended["cases"].append(added)
+    md = report.render_markdown(extended)
+    assert ("`checkpoint_non_reentrant` (`torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`, early stop off: "
+            "a first forward with grad, then a full recompute with grad during backward; both must take the overlap path).") in md
+    rows = [line for line in md.splitlines() if line.startswith("| LayerNormLinear | bf16 | checkpoint")]
+    assert rows == [
+        "| LayerNormLinear | bf16 | checkpoint_reentrant | first_forward: **no**, recompute: yes | bitwise | "
+        "first_forward: yes, recompute: yes | bitwise | 0 / 0 | BUG / PASS |",
+        "| LayerNormLinear | bf16 | checkpoint_non_reentrant | first_forward: yes, recompute: yes | bitwise | "
+        "first_forward: yes, recompute: yes | bitwise | 0 / 0 | OK / PASS |",
+    ]
+    assert report.summary_line(extended) == "PASS overall: 24 PASS, 12 BUG, 12 OK, 32 SKIP"
+    assert "non-reentrant checkpointing runs both with grad" in md
+    assert "non-reentrant" not in report.render_markdown(recorded)
+
+
 def test_report_written_with_and_without_matplotlib(recorded, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     written = report.write_report(copy.deepcopy(recorded), tmp_path / "with")

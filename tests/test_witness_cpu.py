@@ -106,6 +106,10 @@ def test_case_verdicts():
     other_rank = {**same, "divergences_per_rank": [0, 2]}
     assert case_verdict(other_rank)[0] == "DIVERGES"
     assert case_verdict({"name": "c", "divergences_per_rank": [0, -1]}) == ("ERROR", "failed on rank(s) [1]")
+    assert case_verdict({"name": "d", "error": "RuntimeError: no group"}) == ("ERROR", "RuntimeError: no group")
+    failed_backward = {**same, "same": False, "errors": {"checkpoint": "the backward (with the recompute) failed: x"}}
+    assert case_verdict(failed_backward) == (
+        "DIVERGES", "0 divergence(s); checkpoint: the backward (with the recompute) failed: x")
     report = {"cases": [same, diverging], "findings": []}
     assert (summary_line(report), exit_code(report)) == ("1 SAME, 1 DIVERGES; 0 of 0 finding(s) witnessed", 1)
     assert exit_code({"cases": [same]}) == 0

@@ -372,11 +372,17 @@ def _results_section(report: dict) -> list[str]:
         diffs = " / ".join(_fmt_diff(c.get("max_abs_diff")) if c else "-" for c in (stock, fixed))
         verdicts = " / ".join(case_verdict(c)[0] if c else "-" for c in (stock, fixed))
         out.append(f"| {module} | {recipe} | {mode} | {s_over} | {s_match} | {f_over} | {f_match} | {diffs} | {verdicts} |")
+    checkpointing = "checkpointing has a first forward under no_grad and a recompute with grad"
+    if any(c["mode"] == "checkpoint_non_reentrant" for c in cases):
+        checkpointing = (
+            "reentrant checkpointing has a first forward under no_grad and a recompute with grad; "
+            "non-reentrant checkpointing runs both with grad"
+        )
     out += [
         "",
-        "Overlap column: which forwards took the overlap path (checkpointing has a first forward under no_grad "
-        "and a recompute with grad). `bitwise`: output and gradients equal the reference bit for bit. "
-        "BUG = stock TE drops the requested overlap under no_grad (#2902 reproduced); PASS = fixed TE takes it and matches.",
+        f"Overlap column: which forwards took the overlap path ({checkpointing}). `bitwise`: output and gradients "
+        "equal the reference bit for bit. BUG = stock TE drops the requested overlap under no_grad (#2902 reproduced); "
+        "PASS = fixed TE takes it and matches.",
         "",
     ]
     if skipped_rows:
