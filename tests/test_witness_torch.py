@@ -121,6 +121,9 @@ def test_overlap_gated_on_grad_mode(stock_run):
     grad, no_grad = case["forwards"][:2]
     assert [c["name"] for c in grad["collectives"]] == ["all_gather_into_tensor"]
     assert no_grad["collectives"] == []
+    assert (grad["aten_ops"], no_grad["aten_ops"]) == ({"aten.new_empty": 1, "aten.mm": 1}, {"aten.repeat": 1, "aten.mm": 1})
+    assert (grad["counts"], no_grad["counts"]) == (
+        {"collective": 1, "aten": 2, "probe": 0, "module": 0}, {"collective": 0, "aten": 2, "probe": 0, "module": 0})
 
 
 def test_collective_skipped_under_no_grad(stock_run):
@@ -227,7 +230,7 @@ def one_rank():
 
 
 sys.path.insert(0, str(CASES))
-import helpers  # noqa: E402
+import witness_helpers as helpers  # noqa: E402
 
 
 def test_same_path_for_a_plain_module(one_rank):
@@ -245,13 +248,13 @@ def test_same_path_for_a_plain_module(one_rank):
 
 
 def test_probe_counts_and_probe_divergence(one_rank):
-    probe = Probe("helpers:counted_kernel", label="kernel")
+    probe = Probe("witness_helpers:counted_kernel", label="kernel")
     comparison = compare_forwards(helpers.FastPathUnderNoGrad(), torch.ones(2, 4), probes=[probe])
     assert [f.probe_counts() for f in comparison.forwards] == [{}, {"kernel": 1}, {"kernel": 1}, {}]
     (first, second) = comparison.divergences
     assert (first.other, [e.describe() for e in first.found]) == ("no_grad", ["probe kernel"])
     assert helpers.counted_kernel.__name__ == "counted_kernel" and not hasattr(helpers.counted_kernel, "__wrapped__")
-    src = CASES / "helpers.py"
+    src = CASES / "witness_helpers.py"
     assert (first.parting.line, first.parting.other_line) == (line_of(src, "x = x * 2\n".strip()), line_of(src, "x = counted_kernel(x)"))
 
 
@@ -260,15 +263,15 @@ def test_training_switched_by_grad_mode(one_rank):
     (d,) = comparison.divergences
     assert ([e.describe() for e in d.expected], [e.describe() for e in d.found]) == (
         ["module inner training=True"], ["module inner training=False"])
-    call = line_of(CASES / "helpers.py", "return self.inner(x)")
+    call = line_of(CASES / "witness_helpers.py", "return self.inner(x)")
     assert (d.parting.line, d.parting.other_line) == (call, call)
 
 
 def test_assert_fails_with_a_readable_diff(one_rank):
     with pytest.raises(ForwardPathsDiffer) as info:
         assert_same_forward_paths(helpers.AsyncReduce(), (torch.ones(2, 4),), modes=("grad", "no_grad"), aten=False)
-    call = line_of(CASES / "helpers.py", "work = dist.all_reduce(y, async_op=torch.is_grad_enabled())")
-    path = str(CASES / "helpers.py")
+    call = line_of(CASES / "witness_helpers.py", "work = dist.all_reduce(y, async_op=torch.is_grad_enabled())")
+    path = str(CASES / "witness_helpers.py")
     assert str(info.value) == (
         "1 divergence(s) from grad (grad, no_grad):\n"
         "grad vs no_grad:\n"

@@ -116,6 +116,14 @@ class Forward:
     def collectives(self) -> list[Event]:
         return [e for e in self.events if e.kind == "collective"]
 
+    def aten_counts(self) -> dict[str, int]:
+        """ATen ops dispatched in this forward, by name, in the order first seen."""
+        out: dict[str, int] = {}
+        for event in self.events:
+            if event.kind == "aten":
+                out[event.name] = out.get(event.name, 0) + 1
+        return out
+
     def probe_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for event in self.events:
@@ -133,6 +141,7 @@ class Forward:
             "training": self.training,
             "counts": self.counts(),
             "collectives": [e.as_dict() for e in self.collectives()],
+            "aten_ops": self.aten_counts(),
             "probes": self.probe_counts(),
         }
         if events:
