@@ -158,10 +158,10 @@ def _shared(function):
 
 
 class _Group(click.Group):
-    """Loads the optional ``harness`` command (and its modules) only when it is used:
-    ``check`` and ``fix`` start without them."""
+    """Loads the optional ``harness`` and ``witness`` commands (and their modules) only
+    when they are used: ``check`` and ``fix`` start without them."""
 
-    LAZY = {"harness": "gradgate.harness.launcher"}
+    LAZY = {"harness": "gradgate.harness.cli", "witness": "gradgate.witness.cli"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})

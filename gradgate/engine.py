@@ -462,9 +462,11 @@ def lint_source(
         return FileResult(path, remaining, error=str(exc), source=data, stage="fix")
     if current == text:
         return FileResult(path, tuple(f.finding for f in final.found), source=data, stage="fix", cst_lines=cst_lines)
+    from .source import encode_fixed
+
     return FileResult(
         path, tuple(f.finding for f in final.found), source=data,
-        fixed=current.encode(encoding),
+        fixed=encode_fixed(data, text, current, encoding),
         fixed_findings=tuple(fixed_findings), stage="fix", cst_lines=cst_lines,
     )
 

@@ -31,6 +31,8 @@ class RunOptions:
     jobs: int | None = None  # None: one per CPU
     #: the folder ``per-file-ignores`` globs are relative to
     root: str | None = None
+    #: apply the unsafe fixes too (with ``fix``)
+    unsafe_fixes: bool = False
 
 
 def _per_file_ignored(result: FileResult, config: Config, root: str | None) -> FileResult:
@@ -62,32 +64,9 @@ def _lean(result: FileResult) -> FileResult:
     return replace(result, source=None)
 
 
-def _keep_original_bytes(result: FileResult) -> FileResult:
-    """A fixed file of a legacy encoding with its bytes outside the edit kept as they were
-    (:func:`gradgate.source.encode_fixed`); a UTF-8 file is returned as it is."""
-    if not result.changed or result.source is None or result.fixed is None:
-        return result
-    import codecs
-    import io
-    import tokenize
-    from dataclasses import replace
-
-    from .source import encode_fixed
-
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(result.source).readline)
-    if codecs.lookup(encoding).name in ("utf-8", "utf-8-sig"):
-        return result
-    fixed_text = result.fixed.decode(encoding)
-    try:
-        fixed = encode_fixed(result.source, result.source.decode(encoding), fixed_text, encoding)
-    except SourceError as exc:
-        return FileResult(result.path, (*result.fixed_findings, *result.findings), error=str(exc))
-    return replace(result, fixed=fixed)
-
-
-def _analyse(job: tuple[str, bytes, Config, bool, bool]) -> FileResult:
-    path, data, config, fix, prefilter = job
-    return _lean(_keep_original_bytes(lint_source(path, data, config, fix=fix, prefilter=prefilter)))
+def _analyse(job: tuple[str, bytes, Config, bool, bool, bool]) -> FileResult:
+    path, data, config, fix, prefilter, unsafe_fixes = job
+    return _lean(lint_source(path, data, config, fix=fix, prefilter=prefilter, unsafe_fixes=unsafe_fixes))
 
 
 #: what starting one worker costs (a fork, and LibCST imported again where a fix is made)
@@ -171,7 +150,7 @@ def run(
             if cache is not None:
                 cache.put(*recorded.pop(index), now_ns, results[index])
             continue
-        pending.append((index, (item.path, data, config, options.fix, options.prefilter)))
+        pending.append((index, (item.path, data, config, options.fix, options.prefilter, options.unsafe_fixes)))
 
     done = total - len(pending)
     workers = _workers(options, [len(job[1]) for _, job in pending])
