@@ -399,10 +399,15 @@ def _edit(old: str, new: str) -> Edit:
     while end < limit - start and old[len(old) - 1 - end] == new[len(new) - 1 - end]:
         end += 1
 
+    starts = [0]
+    for piece in split_lines(old):
+        starts.append(starts[-1] + len(piece))
+
     def position(offset: int) -> tuple[int, int]:
-        line = old.count("\n", 0, offset) + 1  # CR-only files: the fix region stays on its lines
-        column = offset - (old.rfind("\n", 0, offset) + 1)
-        return line, column + 1
+        import bisect
+
+        line = max(1, bisect.bisect_right(starts, offset) if offset < starts[-1] else len(starts) - 1)
+        return line, offset - starts[line - 1] + 1
 
     line, column = position(start)
     end_line, end_column = position(len(old) - end)

@@ -25,6 +25,8 @@ _TRAINING_NAME = re.compile(r"^(is_)?train(ing)?(_mode)?$")
 _MODE_KEYWORDS = re.compile(r"^((is_)?train(ing)?(_mode)?|dropout(_p|_prob|_rate)?|p_?dropout|attention_dropout|hidden_dropout|deterministic)$")
 _SELECTION_KEYWORDS = re.compile(r"(^|_)(group|pg|process_group)$")
 _MODE_SWITCHES = {"train": True, "eval": False}
+#: sequences longer than this are not followed item by item
+_MAX_ITEMS = 256
 _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -639,6 +641,9 @@ class Interpreter:
     def _e_Tuple(self, node: ast.Tuple | ast.List, env: Environment) -> Value:
         if any(isinstance(e, ast.Starred) for e in node.elts):
             values = [self.eval(e, env) for e in node.elts]
+            return self._opaque(("sequence", id(node)), frozenset().union(*(v.origins for v in values)))
+        if len(node.elts) > _MAX_ITEMS:  # a data literal: its constants decide nothing
+            values = [self.eval(e, env) for e in node.elts if not isinstance(e, ast.Constant)]
             return self._opaque(("sequence", id(node)), frozenset().union(*(v.origins for v in values)))
         items = tuple(self.eval(e, env) for e in node.elts)
         return Value(TRUE if items else FALSE, frozenset(), ident=("sequence", id(node)), items=items)
