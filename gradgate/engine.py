@@ -479,9 +479,15 @@ def lint_source(
 def attach_edits(result: FileResult, config: Config) -> FileResult:
     """``result`` with each fixable finding's text :class:`Edit` (what editors and
     SARIF consumers apply); a check leaves them out, so that it never needs LibCST."""
-    if result.source is None or result.error is not None or not any(f.applicability for f in result.findings):
+    if result.error is not None or not any(f.applicability for f in result.findings):
         return result
-    edited = lint_source(result.path, result.source, config, edits=True)
+    data = result.source
+    if data is None:  # a cached result: a warm run reads no file it need not
+        try:
+            data = read_source(result.path).data
+        except SourceError:
+            return result
+    edited = lint_source(result.path, data, config, edits=True)
     if edited.error is not None or len(edited.findings) != len(result.findings):
         return result
     from dataclasses import replace
