@@ -777,7 +777,7 @@ class Interpreter:
             elif _MODE_KEYWORDS.match(keyword) and resolved is None:  # a function we see decides inside
                 self._record("mode", keyword, value, node, key=("mode", keyword, id(node)))
         for position, (argument, value) in enumerate(zip(node.args, args)):
-            if any(
+            if resolved is None and any(
                 _TRAINING_NAME.match(n.id if isinstance(n, ast.Name) else n.attr)
                 for n in ast.walk(argument) if isinstance(n, (ast.Name, ast.Attribute))
             ):
