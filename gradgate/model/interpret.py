@@ -232,8 +232,15 @@ class Interpreter:
             return self._match(s, env)
         elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
             # decorators, defaults and annotations run here, in the enclosing scope
-            for expression in (*s.decorator_list, *s.args.defaults, *(d for d in s.args.kw_defaults if d)):
+            for expression in s.decorator_list:
                 self.eval(expression, env)
+            positional = [*s.args.posonlyargs, *s.args.args][-len(s.args.defaults):] if s.args.defaults else []
+            defaults = [*zip(positional, s.args.defaults),
+                        *((a, d) for a, d in zip(s.args.kwonlyargs, s.args.kw_defaults) if d is not None)]
+            for arg, default in defaults:
+                value = self.eval(default, env)
+                if self.c.is_flag(arg.arg):  # a flag's default is a flag set
+                    self._record("flag", arg.arg, value, s, key=("flag-default", arg.arg, id(default)))
             info = self.index.by_node.get(s)
             env.values[s.name] = (
                 Value(TRUE, ident=("function", info.qualname), function=FunctionRef(info.qualname))
@@ -242,6 +249,8 @@ class Interpreter:
         elif isinstance(s, ast.ClassDef):
             for expression in (*s.decorator_list, *s.bases, *(k.value for k in s.keywords)):
                 self.eval(expression, env)
+            # the class body runs here too: its methods' decorators and defaults with it
+            self._block(s.body, Environment())
             env.values[s.name] = self._opaque(("class", id(s)))
         elif isinstance(s, ast.Assert):
             self.eval(s.test, env)
