@@ -39,7 +39,9 @@ class Decision:
     ``comm-option`` (a keyword of such a call), ``selection`` (which process group a
     call uses: any dependence on grad mode counts), ``mode`` (a kernel's training or
     dropout mode), ``mode-switch`` (``.train()`` / ``.eval()`` runs),
-    ``function-forward-read`` (grad mode read inside ``autograd.Function.forward``).
+    ``function-forward-read`` (grad mode read inside ``autograd.Function.forward``),
+    ``mode-selector`` (a selector that a call elsewhere feeds ``module.training`` is
+    fed grad mode here, or called with a constant only under a grad-mode condition).
     """
 
     kind: str
@@ -53,7 +55,7 @@ class Decision:
     @property
     def depends_any_way(self) -> bool:
         """Does any dependence on grad mode count (not only ``forced off``)?"""
-        return self.kind in ("selection", "mode-switch")
+        return self.kind in ("selection", "mode-switch", "mode-selector")
 
 
 @dataclass(frozen=True)
@@ -822,6 +824,7 @@ class Interpreter:
             all_args.append(None if starred else value)
         all_keywords = [(k, v) for k, v in (*target.keywords, *keywords) if k]
         double_star = any(k is None for k, _ in keywords)
+        self._selector(node, qualname, skip, all_args, all_keywords)
         if qualname in self.index.functions:
             self.result.calls.append(CallSite(qualname, skip, tuple(all_args), tuple(all_keywords), node,
                                               self.qualname, double_star))
@@ -830,6 +833,24 @@ class Interpreter:
             step = Step(node.lineno, node.col_offset, f"`{qualname}()` returns grad mode")
             return self._read(replace(returned, trail=(*returned.trail, step)), node)
         return self._opaque(("call", id(node)), origins)
+
+
+    def _selector(self, node: ast.Call, qualname: str, skip: int, args: list[Value | None],
+                  keywords: list[tuple[str, Value]]) -> None:
+        """A parameter fed ``module.training`` elsewhere, fed grad mode here (GG004)."""
+        info = self.index.functions.get(qualname)
+        if info is None:
+            return
+        passed = [*zip(info.positional[skip:], args), *keywords]
+        for name, value in passed:
+            if value is None or (qualname, name) not in self.index.fed_training:
+                continue
+            # what the selector receives: the argument where this call runs, "no call" else
+            absent = self.bdd.atom(("not-called", id(node)))
+            received = self.bdd.ite(self.pc, value.bdd, absent)
+            chosen = Value(received, value.origins | self.pc_origins)
+            self._record("mode-selector", f"{qualname.rsplit('.', 1)[-1]}({name}=)", chosen, node,
+                         key=("mode-selector", name, id(node)))
 
 
 def interpret(context: Context, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None) -> FunctionResult:
