@@ -179,7 +179,13 @@ class Interpreter:
             for arg in self.info.params:
                 env.values[arg.arg] = self._parameter(arg, seeds, supplied)
         self._block(body, env)
+        fast_paths = [(n.lineno, n.col_offset, o) for b, o, n in self._comm.values() if self.bdd.forced_off_by_grad(b)]
         for callee, (bdd, origins, node) in self._comm.items():
+            if any(p[:2] < (node.lineno, node.col_offset) and p[2] & origins for p in fast_paths):
+                # the default path after a no-grad fast path chosen by the same reads
+                # (`if not (grad and ...): return fast_collective(x)` then `collective(x)`):
+                # the opposite polarity, correct
+                continue
             self._record("comm", callee, Value(bdd, origins), node, key=("comm", callee))
         return self.result
 
