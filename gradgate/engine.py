@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from .config import Config
 from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
-from .model.fixplan import FixPlan, SourceLines, blocks, plan
+from .model.fixplan import BlockIndex, FixPlan, SourceLines, parent_map, plan
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
 from .source import SourceError, decode_check, read_source
 from .suppression import suppressed, suppression_comments
@@ -221,31 +221,25 @@ class _Analysis:
     def __init__(self, path: str, text: str, config: Config, rules: Sequence[type["Rule"]], whole: bool = False):
         self.path = path
         self.text = text
-        self.source = SourceLines(text)
-        self.lines = self.source.lines
+        self.lines = split_lines(text)
         try:
             self.tree = ast.parse(text)
         except SyntaxError as exc:
             raise LintError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
         except (RecursionError, MemoryError, ValueError) as exc:
             raise LintError(f"cannot parse: {type(exc).__name__}") from None
+        self.source = SourceLines(text, self.tree)
         try:
             self.model = ModuleAnalysis(self.tree, config, None if whole else text)
         except RecursionError:
             raise LintError("too deeply nested to analyse") from None
         self.used_suppressions: set[int] = set()
         self.found: list[_Found] = []
-        self._blocks: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]] | None = None
+        self.blocks = BlockIndex(self.tree)
         self._judge(rules)
         if config.reports_unused_suppressions and "gradgate:" in text:
             self.found.extend(self._unused_suppressions(text, rules))
         self.found.sort(key=lambda f: f.finding.sort_key())
-
-    @property
-    def blocks(self) -> dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]]:
-        if self._blocks is None:
-            self._blocks = blocks(self.tree)
-        return self._blocks
 
     def _judge(self, rules: Sequence[type["Rule"]]) -> None:
         bdd = self.model.bdd
@@ -371,7 +365,7 @@ class _Analysis:
             plans.append((found.plan, found.finding))
         if not plans:
             return None
-        parents = {s: h for s, (h, _) in self.blocks.items() if isinstance(h, ast.stmt)}
+        parents = parent_map(self.blocks)
         statements = list(dict.fromkeys(p.statement for p, _ in plans))
         lines = list(self.lines)
         cst_lines = 0
