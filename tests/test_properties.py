@@ -396,3 +396,25 @@ def test_known_engine_bugs(data):
     located by tokenizing `\\n`-split lines, so `check` calls a fix safe that `fix` then
     refuses ("a fix would drop a comment")."""
     _fail_on(verify(data), data)
+
+
+@settings(CI, max_examples=1)
+@given(st.lists(gg_programs(), min_size=12, max_size=12))
+def test_check_never_imports_libcst(programs):
+    """A check of planted gates (findings, fixable ones included) ends at stage "ast"
+    and never imports LibCST; LibCST is for fixes only."""
+    import json
+    import subprocess
+    import sys
+
+    script = (
+        "import json, sys\n"
+        "from gradgate.config import Config\n"
+        "from gradgate.engine import lint_source\n"
+        "stages = [lint_source('t.py', t.encode(), Config()).stage for t in json.load(sys.stdin)]\n"
+        "print(json.dumps([stages, 'libcst' in sys.modules]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], input=json.dumps([p.text for p in programs]).encode(),
+                          capture_output=True, check=True)
+    stages, imported = json.loads(done.stdout)
+    assert set(stages) <= {"ast", "prefilter"} and not imported, (stages, imported)
