@@ -149,7 +149,10 @@ def _frame(lines: list[str], first: int, last: int, top_level: bool = False):
     if not body.endswith(("\n", "\r")):
         body += "\n"  # last line of a file without a final newline
     indent = "" if top_level else body[: len(body) - len(body.lstrip(" \t"))]
-    return ("if 1:\n" if indent else ""), body, f"{indent}pass\n"
+    # CRLF frames end their lines in CRLF: LibCST writes new lines (a `pass`) that way
+    # (LibCST does not reproduce a frame whose header ends in a lone CR: LF there)
+    newline = "\r\n" if lines[first - 1].endswith("\r\n") else "\n"
+    return (f"if 1:{newline}" if indent else ""), body, f"{indent}pass{newline}"
 
 
 def _parse_frame(lines: list[str], first: int, last: int, top_level: bool = False) -> Snippet | None:
@@ -253,12 +256,21 @@ class _Analysis:
                 if decision.kind in rule.DECISIONS and rule.judge(decision, bdd):
                     for entry in rule.entries(self.model, decision):
                         by_origin.setdefault((rule.CODE, entry.origin), []).append(entry)
+        targets = {origin: self._target(origin, entries[0]) for (_, origin), entries in by_origin.items()}
+        fixed_too = frozenset(t for t, _ in targets.values())
         for (code, origin), entries in by_origin.items():
-            found = self._finding(rule_of[code], origin, entries)
+            found = self._finding(rule_of[code], origin, entries, targets[origin], fixed_too)
             if found is not None:
                 self.found.append(found)
 
-    def _finding(self, rule: type["Rule"], origin: ast.AST, entries: list[Entry]) -> _Found | None:
+    def _target(self, origin: ast.AST, entry: Entry) -> tuple[ast.AST, int]:
+        """The grad-mode expression a fix sets at ``origin``, and its grad-on value."""
+        function = None if entry.decision.function == "<module>" else entry.decision.function
+        _statement, sign, _trail = self.model.results[function].origins[origin]
+        return widen_to_pure_grad(origin, entry.statement, sign)
+
+    def _finding(self, rule: type["Rule"], origin: ast.AST, entries: list[Entry],
+                 target: tuple[ast.AST, int], fixed_too: frozenset[ast.AST]) -> _Found | None:
         first = entries[0]
         statement = first.statement
         span = self.source.span(origin)
@@ -276,10 +288,7 @@ class _Analysis:
         fix_plan: FixPlan | None = None
         applicability: Applicability | None = None
         if rule.FIXES and all(e.proven for e in entries):
-            polarity = self.model.results[None if first.decision.function == "<module>" else first.decision.function]
-            _stmt, sign, _trail = polarity.origins[origin]
-            target, value = widen_to_pure_grad(origin, statement, sign)
-            fix_plan = plan(target, value, statement, self.blocks, self.source)
+            fix_plan = plan(target[0], target[1], statement, self.blocks, self.source, fixed_too - {target[0]})
         coupled = sorted({c.lineno for e in entries for c in e.coupled})
         if fix_plan is not None:
             applicability = Applicability.UNSAFE if coupled else Applicability.SAFE
@@ -430,7 +439,8 @@ def _comments(text: str) -> int:
     import tokenize
 
     try:
-        return sum(t.type == tokenize.COMMENT for t in tokenize.generate_tokens(io.StringIO(text).readline))
+        lines = io.StringIO(text, newline=None).readline  # a lone CR ends a line too
+        return sum(t.type == tokenize.COMMENT for t in tokenize.generate_tokens(lines))
     except (tokenize.TokenError, SyntaxError):
         return text.count("#")
 

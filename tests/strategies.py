@@ -66,8 +66,9 @@ def _reads(k: int, method: bool) -> list[Read]:
         Read("is_grad_enabled", "not is_grad_enabled", "is_grad_enabled", "param"),
         Read("grad_enabled", "not grad_enabled", "grad_enabled", "param"),
     ]
-    if method:
-        out.append(Read("self.is_grad_enabled", "not self.is_grad_enabled", "self.is_grad_enabled"))
+    # (an attribute is grad mode only where the module stores grad mode in it; its
+    # spelling alone does not make it one: issue 11, "a later g = cfg.grad_enabled ends it")
+    del method
     return out
 
 

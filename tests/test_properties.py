@@ -370,7 +370,7 @@ def test_byte_and_comment_oracles_reject_damage():
     assert _comments(good.replace("  # keep", "")) != _comments(text)
 
 
-# -- engine bugs the generators found (strict xfail: the lead fixes the engine) -----------
+# -- engine bugs the generators found, fixed: they must stay fixed -----------------------
 @pytest.mark.parametrize("data", [
     pytest.param(b"import torch\ndef f(ub_overlap_ag):\n    ub_overlap_ag = ub_overlap_ag if torch.is_grad_enabled() else False\n"
                  b"    return 1\n", id="ifexp-self-assignment"),
@@ -388,8 +388,7 @@ def test_byte_and_comment_oracles_reject_damage():
     pytest.param(b"import torch\rdef f(ub_overlap_ag):\r    ub_overlap_ag = (torch.is_grad_enabled()\r"
                  b"        and ub_overlap_ag  # end\r    )\r", id="lone-cr-comment"),
 ])
-@pytest.mark.xfail(strict=True, reason="engine bug found by the v2 generators: see the report of branch props")
-def test_known_engine_bugs(data):
+def test_engine_bugs_the_generators_found_stay_fixed(data):
     """ifexp/min: the fix leaves `x = x` (v2 deletes such a statement); several reads in
     one chain: `check` calls each fixable, `fix` fixes one; CRLF:
     the `pass` that replaces a block's only statement ends in LF; lone CR: comments are

@@ -94,7 +94,8 @@ class SourceLines:
             found = set()
             chunk = "".join(self.lines[low - 1:high])
             try:
-                for token in tokenize.generate_tokens(io.StringIO(chunk).readline):
+                # newline=None: a lone CR ends a line, as CPython's tokenizer has it
+                for token in tokenize.generate_tokens(io.StringIO(chunk, newline=None).readline):
                     if token.type == tokenize.COMMENT:
                         found.add((token.start[0] + low - 1, token.start[1]))
             except (tokenize.TokenError, SyntaxError, IndentationError):
@@ -111,11 +112,12 @@ class SourceLines:
         return "".join(parts)
 
 
-def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]],
-         source: SourceLines) -> FixPlan | None:
+def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: "BlockIndex",
+         source: SourceLines, fixed_too: frozenset[ast.AST] = frozenset()) -> FixPlan | None:
     """The plan that sets ``target`` (a grad-mode expression) to ``value`` inside
-    ``statement``, or None (report only). ``block_of`` maps a statement to the node
-    and list holding it."""
+    ``statement``, or None (report only). ``block_of`` finds the node and list holding
+    a statement; ``fixed_too`` are the other reads the same fix run sets (a chain of
+    nothing but them has nothing left to keep: report only)."""
     span = source.span(statement)
     if span[2] - span[0] > MAX_STATEMENT_LINES or len(source.text(span)) > MAX_STATEMENT_CHARS:
         return None  # LibCST on it would cost far more than the check: report only
@@ -126,7 +128,13 @@ def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: dict[ast.st
     if isinstance(parent, ast.BoolOp):
         neutral = 1 if isinstance(parent.op, ast.And) else 0
         if value != neutral:  # the whole chain takes the value: simplify around it
-            return plan(parent, value, statement, block_of, source) if not _comment_inside(parent, source) else None
+            if _comment_inside(parent, source):
+                return None
+            return plan(parent, value, statement, block_of, source, fixed_too)
+        if all(v is target or v in fixed_too for v in parent.values):
+            return None  # every operand is a grad-mode read: nothing to keep
+        if any(v is not target and v in fixed_too for v in parent.values) and _comment_inside(parent, source):
+            return None  # reads removed one after another could each need the commented side
         return _remove_operand(parent, target, statement, block_of, source)
     if isinstance(parent, ast.IfExp) and parent.test is target:
         kept = parent.body if value else parent.orelse
