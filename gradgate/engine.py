@@ -401,6 +401,8 @@ class _Analysis:
                 raise _FixInvalid(f"a fix produced invalid code ({exc}); file left unchanged") from None
             if new_body and not original_body.endswith(("\n", "\r")) and new_body.endswith("\n"):
                 new_body = new_body[:-1]  # we added that newline in _frame
+            if "\n" not in original_body and "\r" in original_body:
+                new_body = new_body.replace("\n", "\r")  # lone-CR lines: LibCST's new ones too
             lines[snippet.first - 1:snippet.last] = [new_body]
         return "".join(lines), [f for _, f in plans], cst_lines
 
