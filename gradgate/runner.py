@@ -16,6 +16,7 @@ from .config import Config
 from .discovery import discover
 from .engine import FileResult, lint_source, may_hold_findings
 from .source import SourceError, read_source
+from .suppression import file_ignored_bytes
 
 #: below this many files to analyse, a pool costs more than it saves
 PARALLEL_THRESHOLD = 8
@@ -29,6 +30,8 @@ class RunOptions:
     jobs: int | None = None  # None: one per CPU
     #: the folder ``per-file-ignores`` globs are relative to
     root: str | None = None
+    #: apply unsafe fixes too (``--unsafe-fixes``)
+    unsafe_fixes: bool = False
 
 
 def _per_file_ignored(result: FileResult, config: Config, root: str | None) -> FileResult:
@@ -50,9 +53,9 @@ def _per_file_ignored(result: FileResult, config: Config, root: str | None) -> F
     return replace(result, findings=kept)
 
 
-def _analyse(job: tuple[str, bytes, Config, bool, bool]) -> FileResult:
-    path, data, config, fix, prefilter = job
-    return lint_source(path, data, config, fix=fix, prefilter=prefilter)
+def _analyse(job: tuple[str, bytes, Config, bool, bool, bool]) -> FileResult:
+    path, data, config, fix, prefilter, unsafe_fixes = job
+    return lint_source(path, data, config, fix=fix, prefilter=prefilter, unsafe_fixes=unsafe_fixes)
 
 
 def _workers(options: RunOptions, pending: int) -> int:
@@ -85,6 +88,9 @@ def run(
         except SourceError as exc:
             results[index] = FileResult(item.path, error=str(exc))
             continue
+        if file_ignored_bytes(data):  # `# gradgate: ignore-file`
+            results[index] = FileResult(item.path, source=data, stage="ignored")
+            continue
         if options.prefilter and not may_hold_findings(data, config):
             results[index] = FileResult(item.path, source=data, stage="prefilter")
             continue
@@ -95,7 +101,8 @@ def run(
             if hit is not None:
                 results[index] = hit
                 continue
-        pending.append((index, key, (item.path, data, config, options.fix, options.prefilter)))
+        pending.append((index, key, (item.path, data, config, options.fix, options.prefilter,
+                                       options.unsafe_fixes)))
 
     done = total - len(pending)
     workers = _workers(options, len(pending))

@@ -81,10 +81,10 @@ def test_pyproject_is_found_upward_and_applied(project):
     (project / "vendored" / "x.py").write_text(BUGGY)
     (project / "src" / "legacy_model.py").write_text(BUGGY)
     result = run_cli("check", "--format", "json", ".", cwd=project)
-    assert _json(result) == [("./src/model.py", 4, "GG001"), ("./src/model.py", 5, "GG001")]
+    assert _json(result) == [("src/model.py", 4, "GG001"), ("src/model.py", 5, "GG001")]
     # run from a sub-folder: the same pyproject applies
     result = run_cli("check", "--format", "json", ".", cwd=project / "src")
-    assert _json(result) == [("./model.py", 4, "GG001"), ("./model.py", 5, "GG001")]
+    assert _json(result) == [("model.py", 4, "GG001"), ("model.py", 5, "GG001")]
 
 
 def test_pyproject_extra_patterns_and_sources(project):
