@@ -481,6 +481,17 @@ def fix(paths, output_format, config_file, select, ignore, exclude, force_exclud
     sys.exit(EXIT_FINDINGS if pending or fixed_something else EXIT_CLEAN)
 
 
+@cli.command()
+def server() -> None:
+    """Run the language server over stdio (needs the `lsp` extra: pip install 'gradgate[lsp]')."""
+    try:
+        from .server import main as serve
+    except ImportError as exc:
+        raise click.UsageError(f"the language server needs pygls and lsprotocol ({exc}): "
+                               "install gradgate with the `lsp` extra") from None
+    serve()
+
+
 @cli.command(name="rules")
 def list_rules() -> None:
     """List the rules."""
