@@ -1,4 +1,10 @@
-"""Shared fixtures: a runner for the CLI, and TransformerEngine 2.20.2 from PyPI."""
+"""Shared fixtures: a runner for the CLI, and TransformerEngine 2.20.2 from PyPI.
+
+Every test that needs the network carries the ``network`` marker, so that
+``pytest -m "not network"`` runs offline: those using the TE download (``te_sources``,
+``te_copy``) are marked here by their fixtures; the others (pip, pre-commit) mark
+themselves.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +19,27 @@ import pytest
 
 TE_VERSION = "2.20.2"
 ROOT = Path(__file__).resolve().parent.parent
+#: fixtures that download from PyPI: a test using one (directly or not) needs the network
+NETWORK_FIXTURES = frozenset({"te_sources", "te_copy"})
 
 
-def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: bytes | None = None):
-    """Run ``python -m gradgate ARGS`` as a user would; returns the CompletedProcess."""
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if NETWORK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.network)
+
+
+def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: bytes | None = None,
+            env: dict[str, str] | None = None):
+    """Run ``python -m gradgate ARGS`` as a user would (``env`` added to the
+    environment, without NO_COLOR/FORCE_COLOR unless given); returns the CompletedProcess."""
+    base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
     return subprocess.run(
         [sys.executable, "-m", "gradgate", *args],
         cwd=cwd,
-        input=input,
+        input=input if input is not None else b"",
         capture_output=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")},
+        env={**base, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {})},
     )
 
 
