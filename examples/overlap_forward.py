@@ -30,10 +30,10 @@ def _column_parallel_forward(inp, weight, non_tensor_args):
 
     # BUG (TE #2902): the requested all-gather overlap is dropped under no_grad
     ub_overlap_ag_fprop = (
-        ub_overlap_ag_fprop and not return_layernorm_output
+        ub_overlap_ag_fprop and is_grad_enabled and not return_layernorm_output
     )
     # BUG: the same gate on the reduce-scatter overlap
-    ub_overlap_rs_fprop = ub_overlap_rs_fprop
+    ub_overlap_rs_fprop = ub_overlap_rs_fprop and torch.is_grad_enabled()
 
     ub_obj = get_ub("fc1_fprop") if ub_overlap_ag_fprop or ub_overlap_rs_fprop else None
     out = inp @ weight.t()
