@@ -46,30 +46,60 @@ def write(path: str, findings: Sequence[Finding], root: str | None = None) -> in
     directory = os.path.dirname(os.path.abspath(path))
     import tempfile
 
-    fd, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(data)
-    os.replace(temporary, path)
+    try:
+        fd, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+    except OSError as exc:
+        raise BaselineError(f"cannot write baseline {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise BaselineError(f"cannot write baseline {path}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
     return len(findings)
 
 
 def load(path: str) -> Counter:
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            data = json.load(handle, parse_constant=_no_constant)
     except OSError as exc:
         raise BaselineError(f"{path}: cannot read baseline: {exc.strerror}") from None
     except ValueError as exc:
         raise BaselineError(f"{path}: not a gradgate baseline (invalid JSON: {exc})") from None
+    except RecursionError:
+        raise BaselineError(f"{path}: not a gradgate baseline (nested too deeply)") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("findings"), list):
         raise BaselineError(f"{path}: not a gradgate baseline (format {FORMAT} expected)")
     known: Counter = Counter()
     for entry in data["findings"]:
         try:
-            known[(entry["rule"], entry["fingerprint"])] += int(entry.get("count", 1))
-        except (KeyError, TypeError, ValueError):
-            raise BaselineError(f"{path}: malformed baseline entry {entry!r}") from None
+            rule, digest, count = entry["rule"], entry["fingerprint"], entry.get("count", 1)
+        except (KeyError, TypeError, AttributeError):
+            raise BaselineError(f"{path}: malformed baseline entry {_short(entry)}") from None
+        if (not isinstance(rule, str) or not isinstance(digest, str)
+                or not isinstance(count, int) or isinstance(count, bool) or not 0 < count <= MAX_COUNT):
+            raise BaselineError(f"{path}: malformed baseline entry {_short(entry)}")
+        known[(rule, digest)] += count
     return known
+
+
+#: more identical findings than this in one baseline entry is not a baseline gradgate wrote
+MAX_COUNT = 10**9
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a count")
+
+
+def _short(entry: object) -> str:
+    from .escape import display
+
+    text = repr(entry)
+    return display(text if len(text) <= 200 else text[:200] + "...")
 
 
 def new_findings(findings: Sequence[Finding], known: Counter, root: str | None = None) -> list[Finding]:

@@ -1,33 +1,22 @@
-"""Boolean ``and`` chains: list their conjuncts, and remove one without touching the rest.
+"""Boolean chains: remove one operand without touching the rest.
 
 LibCST stores ``a and b and c`` as a left-leaning tree of binary
 :class:`~libcst.BooleanOperation` nodes, each operator carrying the whitespace (and any
 comments) on both sides of its ``and``. Removing an operand means dropping it together
-with one adjoining ``and`` and that operator's whitespace; every other byte, the
-parentheses, line breaks and comments included, stays where it was.
+with one adjoining operator and that operator's whitespace; every other byte, the
+parentheses, line breaks and comments included, stays where it was. ``or`` chains alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 
 from . import lazycst as cst
 
 
-def is_and(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And)
-
-
-def conjuncts(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The operands of an ``and`` chain, flattening nested and parenthesised ``and``s."""
-    if is_and(node):
-        assert isinstance(node, cst.BooleanOperation)
-        yield from conjuncts(node.left)
-        yield from conjuncts(node.right)
-    else:
-        yield node
+def _same_operator(node: cst.CSTNode, operator: type) -> bool:
+    return isinstance(node, cst.BooleanOperation) and isinstance(node.operator, operator)
 
 
 def has_comment(node: cst.CSTNode) -> bool:
@@ -67,12 +56,12 @@ class Removal:
     replacement: cst.BaseExpression
 
 
-def _parents(root: cst.BaseExpression) -> dict[cst.CSTNode, cst.BooleanOperation]:
+def _parents(root: cst.BaseExpression, operator: type) -> dict[cst.CSTNode, cst.BooleanOperation]:
     parents: dict[cst.CSTNode, cst.BooleanOperation] = {}
     stack = [root]
     while stack:
         node = stack.pop()
-        if is_and(node):
+        if _same_operator(node, operator):
             assert isinstance(node, cst.BooleanOperation)
             parents[node.left] = node
             parents[node.right] = node
@@ -80,15 +69,16 @@ def _parents(root: cst.BaseExpression) -> dict[cst.CSTNode, cst.BooleanOperation
     return parents
 
 
-def remove_conjunct(chain: cst.BaseExpression, operand: cst.BaseExpression) -> Removal | None:
-    """Remove ``operand`` and one adjoining ``and`` from the chain rooted at ``chain``.
+def remove_operand(chain: cst.BooleanOperation, operand: cst.BaseExpression) -> Removal | None:
+    """Remove ``operand`` and one adjoining operator from the chain of ``chain``'s own
+    operator (``and`` or ``or``) rooted at ``chain``.
 
     Prefers the ``and`` before the operand (``a and g and c`` -> ``a and c`` keeps the
     whitespace of the second ``and``); falls back to the one after it when the first
     choice would drop a comment. Returns None when every choice would drop a comment
     (or the operand itself holds one): the caller then reports without a fix.
     """
-    parents = _parents(chain)
+    parents = _parents(chain, type(chain.operator))
     parent = parents.get(operand)
     if parent is None or has_comment(operand):
         return None

@@ -1,81 +1,210 @@
-"""A cache of per-file lint results, keyed by file content.
+"""A cache of per-file lint results that cannot change a result.
 
-An entry's key is the SHA-256 of the file's bytes; the cache file it lives in is named
-by a digest of gradgate's version and sources (rules included) and the configuration
-(the rule selection included), so a change to any of them starts from an empty cache. A re-run over an unchanged tree then parses
-nothing. Entries hold findings without their path (a file moved keeps its entry).
+An entry belongs to a file's absolute path and holds the SHA-256 of the content it was
+computed from, the file's status when it was read (size, mtime, inode, device, ctime),
+and the result. A run finds a file's entry by its path; where the status is unchanged the
+result is taken without reading the file, elsewhere the file is read and hashed and the
+entry is used only if the digest agrees. The cache file an entry lives in is named by a
+digest of what makes a result valid: gradgate's version and sources (rules included),
+the Python and LibCST versions and the configuration (rule selection included); a change
+to any of them starts from an empty cache.
 
-The cache is an optimisation only: a missing, corrupt or unwritable cache is ignored,
-never fatal, and the results are the same with or without it.
+By default the cache lives outside the checked tree, in the user's cache directory
+(``$GRADGATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/gradgate``, else ``~/.cache/gradgate``).
+Wherever it is, every cache file carries an HMAC-SHA256 of its body under a per-user
+secret key (``secret.key`` in the user's cache directory, mode 0600), checked before the
+body is parsed: a cache file planted in a tree (or copied from another user) is ignored.
+
+The cache is an optimisation only: a missing, corrupt, crafted, foreign or unwritable
+cache is ignored, never an error, and the results are the same with or without it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
-import tempfile
+import stat
+import sys
 
 from . import __version__
 from .config import Config
 from .results import FileResult, Finding
 
-FORMAT = 2
+FORMAT = 3
 #: at most this many entries are kept (the oldest unused ones go first)
 MAX_ENTRIES = 100_000
+#: a file modified this recently (ns) before it was read gets no status entry: a write in
+#: the same clock tick could leave the status unchanged (git's "racy clean" entries)
+RACY_NS = 2_000_000_000
+_MAGIC = b"gradgate-cache"
+KEY_NAME = "secret.key"
 
 
 def content_key(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def user_cache_dir() -> str:
+    """The per-user cache directory: ``$XDG_CACHE_HOME/gradgate`` or ``~/.cache/gradgate``."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base or not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "gradgate")
+
+
 def default_cache_dir() -> str:
-    return os.environ.get("GRADGATE_CACHE_DIR") or ".gradgate_cache"
+    """Where results are cached unless ``--cache-dir`` says otherwise."""
+    return os.environ.get("GRADGATE_CACHE_DIR") or user_cache_dir()
+
+
+def stat_key(info: os.stat_result) -> list[int]:
+    return [info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev, info.st_ctime_ns]
+
+
+def _libcst_stamp() -> str:
+    """LibCST's version, read from its ``_version.py`` without importing it (0.2 s)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("libcst")
+    if spec is None or not spec.origin:
+        return "no libcst"
+    try:
+        with open(os.path.join(os.path.dirname(spec.origin), "_version.py"), "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()[:16]
+    except OSError:
+        return spec.origin
+
+
+def validity_digest(config: Config) -> str:
+    """Digest of everything a cached result depends on besides the file itself."""
+    from .registry import code_digest
+
+    parts = [FORMAT, __version__, code_digest(), sys.version, sys.implementation.cache_tag,
+             _libcst_stamp(), config.fingerprint()]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:20]
+
+
+def secret_key(create: bool = True) -> bytes | None:
+    """The per-user key that authenticates cache files, made on first use; None where it
+    cannot be read or made, or is not this user's private regular file."""
+    directory = user_cache_dir()
+    path = os.path.join(directory, KEY_NAME)
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            if not create or not _make_key(directory, path):
+                return None
+            continue
+        except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+            if (not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077
+                    or (hasattr(os, "geteuid") and info.st_uid != os.geteuid())):
+                return None
+            key = os.read(fd, 256).strip()
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return key if len(key) == 64 else None
+    return None
+
+
+def _make_key(directory: str, path: str) -> bool:
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        return True  # another run made it first
+    except OSError:
+        return False
+    try:
+        os.write(fd, os.urandom(32).hex().encode())
+    finally:
+        os.close(fd)
+    return True
+
+
+def _mac(key: bytes, body: bytes) -> bytes:
+    return hmac.new(key, body, hashlib.sha256).hexdigest().encode()
 
 
 class ResultCache:
-    def __init__(self, directory: str, config: Config) -> None:
-        from .registry import code_digest
+    """The entries of one cache file; :meth:`save` writes back what was used and added."""
 
-        # the configuration holds the rule selection; the code digest covers the rules
-        digest = hashlib.sha256(
-            json.dumps([FORMAT, __version__, code_digest(), config.fingerprint()]).encode()
-        ).hexdigest()[:20]
-        self.path = os.path.join(directory, f"results-{digest}.json")
+    def __init__(self, directory: str, config: Config, key: bytes | None = None) -> None:
         self.directory = directory
+        self.path = os.path.join(directory, f"results-{validity_digest(config)}.json")
+        self.key = key if key is not None else secret_key()
         self._entries: dict[str, dict] = {}
         self._used: dict[str, dict] = {}
         self.hits = 0
         self.dirty = False
-        try:
-            with open(self.path, encoding="utf-8") as handle:
-                loaded = json.load(handle)
-            if isinstance(loaded, dict) and loaded.get("format") == FORMAT:
-                entries = loaded.get("entries")
-                if isinstance(entries, dict):
-                    self._entries = entries
-        except (OSError, ValueError):
-            pass  # no cache yet, or a corrupt one: start empty
+        if self.key is not None:
+            self._entries = self._load()
 
-    def get(self, key: str, path: str, source: bytes) -> FileResult | None:
-        entry = self._entries.get(key)
-        if not isinstance(entry, dict):
+    def _load(self) -> dict[str, dict]:
+        try:
+            with open(self.path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return {}  # no cache yet
+        header, _, body = data.partition(b"\n")
+        parts = header.split(b" ")
+        if len(parts) != 3 or parts[0] != _MAGIC or parts[1] != str(FORMAT).encode():
+            return {}
+        assert self.key is not None
+        if not hmac.compare_digest(parts[2], _mac(self.key, body)):
+            return {}  # not written by this user's gradgate: planted, copied or damaged
+        try:
+            loaded = json.loads(body)
+        except (ValueError, RecursionError):
+            return {}
+        entries = loaded.get("entries") if isinstance(loaded, dict) else None
+        return entries if isinstance(entries, dict) else {}
+
+    # -- looking up -------------------------------------------------------------------
+    def digest_if_unchanged(self, abspath: str, info: os.stat_result) -> str | None:
+        """The content digest recorded for ``abspath`` if its status is still ``info``."""
+        entry = self._entries.get(abspath)
+        if isinstance(entry, dict) and entry.get("stat") == stat_key(info):
+            digest = entry.get("digest")
+            return digest if isinstance(digest, str) else None
+        return None
+
+    def get(self, abspath: str, digest: str, path: str) -> FileResult | None:
+        """The cached result of ``abspath`` holding content ``digest``, reported as ``path``."""
+        entry = self._entries.get(abspath)
+        if not isinstance(entry, dict) or entry.get("digest") != digest:
             return None
         try:
-            findings = tuple(
-                Finding.from_json({**f, "path": path})
-                for f in entry["findings"]
-            )
-            result = FileResult(
-                path, findings, error=entry.get("error"), source=source, stage="cache"
-            )
-        except (KeyError, TypeError, ValueError):
+            findings = tuple(Finding.from_json({**f, "path": path}) for f in entry["findings"])
+            error = entry.get("error")
+            if not (error is None or isinstance(error, str)):
+                return None
+            # a file the pre-filter dropped is reported as such; any other came from here
+            stage = "prefilter" if entry.get("stage") == "prefilter" else "cache"
+            result = FileResult(path, findings, error=error, stage=stage)
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
             return None  # an entry of another shape: recompute it
-        self._used[key] = entry
+        self._used[abspath] = entry
         self.hits += 1
         return result
 
-    def put(self, key: str, result: FileResult) -> None:
+    def refresh(self, abspath: str, info: os.stat_result | None, now_ns: int) -> None:
+        """Record the status of a file whose content matched its entry."""
+        entry = self._used.get(abspath)
+        if entry is not None and entry.get("stat") != _trusted_stat(info, now_ns):
+            self._used[abspath] = {**entry, "stat": _trusted_stat(info, now_ns)}
+            self.dirty = True
+
+    # -- recording --------------------------------------------------------------------
+    def put(self, abspath: str, digest: str, info: os.stat_result | None, now_ns: int,
+            result: FileResult) -> None:
         if result.fixed is not None:
             return  # only plain check results are cached
         findings = []
@@ -83,26 +212,56 @@ class ResultCache:
             data = finding.to_json()
             del data["path"]
             findings.append(data)
-        self._used[key] = {"findings": findings, "error": result.error}
+        self._used[abspath] = {
+            "digest": digest, "stat": _trusted_stat(info, now_ns), "findings": findings,
+            "error": result.error, "stage": result.stage,
+        }
         self.dirty = True
 
     def save(self) -> None:
         """Write the cache atomically; failures are ignored."""
-        if not self.dirty:
+        if not self.dirty or self.key is None:
             return
+        import tempfile
+
         entries = {k: v for k, v in self._entries.items() if k not in self._used}
         entries.update(self._used)  # most recently used last
         if len(entries) > MAX_ENTRIES:
             entries = dict(list(entries.items())[-MAX_ENTRIES:])
+        body = json.dumps({"entries": entries}, separators=(",", ":")).encode()
+        header = b" ".join([_MAGIC, str(FORMAT).encode(), _mac(self.key, body)])
         try:
-            os.makedirs(self.directory, exist_ok=True)
-            gitignore = os.path.join(self.directory, ".gitignore")
-            if not os.path.exists(gitignore):
-                with open(gitignore, "w", encoding="utf-8") as handle:
-                    handle.write("# created by gradgate\n*\n")
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)
+            _write_gitignore(self.directory)
             fd, temporary = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"format": FORMAT, "entries": entries}, handle, separators=(",", ":"))
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(header + b"\n" + body)
             os.replace(temporary, self.path)
         except OSError:
-            pass
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+
+
+def _trusted_stat(info: os.stat_result | None, now_ns: int) -> list[int] | None:
+    if info is None or info.st_mtime_ns > now_ns - RACY_NS or info.st_ctime_ns > now_ns - RACY_NS:
+        return None
+    return stat_key(info)
+
+
+def _write_gitignore(directory: str) -> None:
+    """A ``.gitignore`` of ``*`` in the cache folder, made only where no entry of that
+    name exists (a dangling symbolic link included: its target is never created)."""
+    path = os.path.join(directory, ".gitignore")
+    if os.path.lexists(path):
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError:
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write("# created by gradgate\n*\n")

@@ -11,6 +11,7 @@ import click
 
 from . import __version__
 from .config import ConfigError
+from .escape import display
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -83,7 +84,8 @@ def _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir
             targets = []
         else:
             targets = collect(paths, resolver, force_exclude=force_exclude,
-                              respect_gitignore=respect_gitignore, exclude=tuple(exclude))
+                              respect_gitignore=respect_gitignore, exclude=tuple(exclude),
+                              skipped=_print_skipped)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     if progress is None:
@@ -146,7 +148,7 @@ def _results(invocation: Invocation):
         next_out = 0
         for settings, members in groups(targets):
             options = replace(invocation.options, root=settings.root)
-            for result in run([t.path for t in members], settings.config, options, step):
+            for result in run([t.path for t in members], settings.config, options, step, skipped=_print_skipped):
                 by_path[result.path] = result
             done_before += len(members)
             while next_out < total and (targets[next_out].error is not None or targets[next_out].path in by_path):
@@ -177,12 +179,14 @@ def _stdin_result(invocation: Invocation):
     return lint_document(shown, data, settings, fix=options.fix, unsafe_fixes=options.unsafe_fixes)
 
 
-def _print_errors(results) -> list:
-    from .reporters import one_line
+def _print_skipped(path: str, reason: str) -> None:
+    click.echo(f"warning: {display(path)}: {reason}: not checked", err=True)
 
+
+def _print_errors(results) -> list:
     errors = [r for r in results if r.error is not None]
     for result in errors:
-        click.echo(f"error: {one_line(result.path)}: {result.error}", err=True)
+        click.echo(f"error: {display(result.path)}: {display(result.error)}", err=True)
     return errors
 
 
@@ -266,7 +270,8 @@ def _shared(function):
         click.option("--quiet", "-q", is_flag=True, help="Print the findings and errors only: no summary or counts."),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache."),
         click.option("--cache-dir", type=click.Path(file_okay=False),
-                     help="Cache folder (default: $GRADGATE_CACHE_DIR or .gradgate_cache)."),
+                     help="Cache folder (default: $GRADGATE_CACHE_DIR, else the user's cache "
+                          "directory, ~/.cache/gradgate)."),
         click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: CPUs)."),
         click.option("--no-prefilter", is_flag=True, hidden=True,
                      help="Analyse every file fully with LibCST (slow; for verification)."),
@@ -293,10 +298,10 @@ class _Command(click.Command):
 
 
 class _Group(click.Group):
-    """Loads the optional ``harness`` command (and its modules) only when it is used:
-    ``check`` and ``fix`` start without them."""
+    """Loads the optional ``harness`` and ``witness`` commands (and their modules) only
+    when they are used: ``check`` and ``fix`` start without them."""
 
-    LAZY = {"harness": "gradgate.harness.launcher"}
+    LAZY = {"harness": "gradgate.harness.cli", "witness": "gradgate.witness.cli"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -345,6 +350,11 @@ def check(paths, output_format, config_file, select, ignore, exclude, force_excl
                              unsafe_fixes=unsafe_fixes)
     out = Output(output_format, show_source, show_fixes, statistics, quiet, output_file, unsafe_fixes)
     results = list(_results(invocation))
+    if output_format in ("json", "sarif") or show_fixes:  # fix edits for the consumers that show or apply them
+        from .engine import attach_edits
+
+        results = [attach_edits(r, invocation.resolver.for_path(r.path).config) if r.findings else r
+                   for r in results]
     errors = _print_errors(results)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     if add_noqa:
@@ -356,8 +366,11 @@ def check(paths, output_format, config_file, select, ignore, exclude, force_excl
     if write_baseline_file or baseline_file:
         from . import baseline
     if write_baseline_file:
-        count = baseline.write(write_baseline_file, findings, root)
-        click.echo(f"Wrote {count} finding{'s' if count != 1 else ''} to {write_baseline_file}.", err=True)
+        try:
+            count = baseline.write(write_baseline_file, findings, root)
+        except baseline.BaselineError as exc:
+            raise click.UsageError(str(exc)) from None
+        click.echo(f"Wrote {count} finding{'s' if count != 1 else ''} to {display(write_baseline_file)}.", err=True)
         sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
     sarif: dict[str, object] = {}
     if baseline_file:
@@ -457,7 +470,7 @@ def fix(paths, output_format, config_file, select, ignore, exclude, force_exclud
     if not quiet:
         for result in changed:
             n = len(result.fixed_findings)
-            click.echo(f"{verb} {n} finding{'s' if n != 1 else ''} in {result.path}", err=True)
+            click.echo(f"{verb} {n} finding{'s' if n != 1 else ''} in {display(result.path)}", err=True)
         if show_fixes and changed:
             click.echo(reporters.render_fixed(changed), nl=False, err=True)
         click.echo(

@@ -13,6 +13,8 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 
+from .regexsafety import backtracking_risk
+
 #: Functions whose call returns the grad mode (True while autograd records).
 DEFAULT_GRAD_FUNCTIONS: tuple[str, ...] = (
     "torch.is_grad_enabled",
@@ -60,9 +62,26 @@ DEFAULT_COMM_CALL_PATTERNS: tuple[str, ...] = (
     r"^(i?send|i?recv|batch_isend_irecv)$",
 )
 #: ... unless it also matches one of these (backward communication)
-DEFAULT_BACKWARD_CALL_PATTERNS: tuple[str, ...] = (r"grad_sync", r"dgrad", r"wgrad", r"backward")
-#: Modules (or functions) every call into which is communication.
+DEFAULT_BACKWARD_CALL_PATTERNS: tuple[str, ...] = (
+    r"grad_sync", r"dgrad", r"wgrad", r"backward",
+    r"(^|_)loss(_|$)",  # a loss is computed for its gradient: training-step work
+)
+#: a call named like a question asks about communication, it does not communicate
+_QUERY_CALL = re.compile(r"^_*(is|has|supports|can|should|use|uses|needs|check|enable|disable)_")
+#: Modules (or functions) every call into which is communication ...
 DEFAULT_COMM_APIS: tuple[str, ...] = ("torch.distributed",)
+#: ... but for these last names: queries and set-up, not collectives
+NON_COMM_API_NAMES = re.compile(
+    r"^(is_\w+|get_\w+|new_\w*group\w*|init_\w+|destroy_\w+|group|GroupMember|ReduceOp|Backend"
+    r"|ProcessGroup\w*|Work|DeviceMesh|init_device_mesh|distributed_c10d)$"
+)
+#: Functions (last name) that never run in a forward pass, whatever they decide.
+DEFAULT_NON_FORWARD_FUNCTIONS: tuple[str, ...] = (
+    r"(^|_)(backward|bwd)(_|$)",
+    r"^__(exit|aexit|del)__$",
+    r"(^|_)exit$",
+    r"^(step|zero_grad|state_dict|load_state_dict)$",
+)
 
 
 #: the rule reporting suppression comments that suppress nothing (off by default)
@@ -88,6 +107,7 @@ class Config:
     #: defaults; and call-name patterns
     comm_apis: tuple[str, ...] = ()
     comm_call_patterns: tuple[str, ...] = DEFAULT_COMM_CALL_PATTERNS
+    non_forward_functions: tuple[str, ...] = DEFAULT_NON_FORWARD_FUNCTIONS
     exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
 
@@ -102,11 +122,15 @@ class Config:
         for code in wanted:
             if not any(known.startswith(code.upper()) for known in codes):
                 raise ConfigError(f"unknown rule code {code!r}; `gradgate rules` lists them")
-        for pattern in (*self.comm_flag_patterns, *self.backward_flag_patterns, *self.comm_call_patterns):
+        for pattern in (*self.comm_flag_patterns, *self.backward_flag_patterns, *self.comm_call_patterns,
+                        *self.non_forward_functions):
             try:
                 re.compile(pattern)
             except re.error as exc:
                 raise ConfigError(f"invalid regular expression {pattern!r}: {exc}") from None
+            risk = backtracking_risk(pattern)
+            if risk is not None:
+                raise ConfigError(f"regular expression {pattern!r} refused: {risk}")
 
     def with_changes(self, **changes: object) -> "Config":
         return replace(self, **changes)
@@ -131,11 +155,19 @@ class Config:
         return re.compile("|".join(f"(?:{p})" for p in self.comm_call_patterns) or r"(?!)")
 
     @cached_property
-    def _backward_call_re(self) -> re.Pattern[str]:
+    def backward_call_re(self) -> re.Pattern[str]:
         return re.compile("|".join(f"(?:{p})" for p in DEFAULT_BACKWARD_CALL_PATTERNS))
 
+    @cached_property
+    def non_forward_re(self) -> re.Pattern[str]:
+        return re.compile("|".join(f"(?:{p})" for p in self.non_forward_functions) or r"(?!)")
+
     def is_forward_comm_call(self, name: str) -> bool:
-        return bool(self._comm_call_re.search(name)) and not self._backward_call_re.search(name)
+        return (
+            bool(self._comm_call_re.search(name))
+            and not self.backward_call_re.search(name)
+            and not _QUERY_CALL.match(name)
+        )
 
     def selects(self, code: str, default_enabled: bool = True) -> bool:
         """Does this configuration run the rule ``code``?"""

@@ -4,6 +4,12 @@ Directories are walked in sorted order (so output is deterministic), skipping VC
 virtual-environment and build folders and anything matching an ``exclude`` glob; files
 named explicitly are always taken. Paths that do not exist come back as errors, not
 exceptions, so one bad argument never hides the findings in the others.
+
+A walk never leaves its root (as git and ruff walk): a symbolic link to a folder is not
+followed (what it points to inside the root is walked where it is), and a link to a file
+outside the root is not taken; both outside-pointing kinds come back as ``skipped``, with
+the reason. A file reached twice (a link and its target, both inside) is taken once, under
+its own name rather than the link's, so it is never fixed twice.
 """
 
 from __future__ import annotations
@@ -24,10 +30,12 @@ DEFAULT_EXCLUDED_DIRS = frozenset(
 
 @dataclass(frozen=True)
 class Discovered:
-    """A file to lint, or a path that could not be used (``error`` says why)."""
+    """A file to lint, a path that could not be used (``error`` says why), or one left
+    out on purpose (``skipped`` says why: not an error)."""
 
     path: str
     error: str | None = None
+    skipped: str | None = None
 
 
 def _excluded(path: str, patterns: tuple[str, ...]) -> bool:
@@ -41,56 +49,89 @@ def _excluded(path: str, patterns: tuple[str, ...]) -> bool:
     )
 
 
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def discover(paths: Iterable[str], exclude: tuple[str, ...] = ()) -> Iterator[Discovered]:
-    seen: set[str] = set()
-
-    def once(path: str) -> bool:
-        key = os.path.normpath(path)
-        if key in seen:
-            return False
-        seen.add(key)
-        return True
-
+    found: list[tuple[Discovered, str]] = []
     for root in paths:
         if os.path.isdir(root):
-            yield from (d for d in _walk(root, exclude) if once(d.path))
+            found.extend(_walk(root, exclude))
         elif os.path.lexists(root):
             # an explicit file is linted whatever its name; a broken link is reported
-            if once(root):
-                yield Discovered(root)
+            found.append((Discovered(root), os.path.realpath(root)))
         else:
-            yield Discovered(root, "no such file or directory")
+            found.append((Discovered(root, "no such file or directory"), os.path.normpath(root)))
+    yield from _once(found)
 
 
-def _walk(root: str, exclude: tuple[str, ...]) -> Iterator[Discovered]:
-    visited: set[tuple[int, int]] = set()
-    errors: list[OSError] = []
-    for directory, dirnames, filenames in os.walk(root, onerror=errors.append, followlinks=True):
+def _once(found: list[tuple[Discovered, str]]) -> Iterator[Discovered]:
+    """Each file once (``found`` pairs it with its real path), under a name that is not a
+    symbolic link where it has one."""
+    chosen: dict[str, int] = {}
+    for index, (item, key) in enumerate(found):
+        first = chosen.get(key)
+        if first is None or (os.path.islink(found[first][0].path) and not os.path.islink(item.path)):
+            chosen[key] = index
+    for index, (item, key) in enumerate(found):
+        if chosen[key] == index:
+            yield item
+
+
+def _walk(root: str, exclude: tuple[str, ...]) -> Iterator[tuple[Discovered, str]]:
+    """The files under ``root``, each with its real path (the key of :func:`_once`)."""
+    real_root = os.path.realpath(root)
+    errors: list[Discovered] = []
+
+    def real(path: str) -> str:  # a path the walk reached through no link
+        return real_root + path[len(root):] if path.startswith(root) else os.path.realpath(path)
+
+    def walk(directory: str) -> Iterator[tuple[Discovered, str]]:
+        """One folder's files; its subfolders go on ``stack``."""
         try:
-            info = os.stat(directory)
-        except OSError:
-            continue
-        if (info.st_dev, info.st_ino) in visited:  # a symlink loop: walk each folder once
-            dirnames[:] = []
-            continue
-        visited.add((info.st_dev, info.st_ino))
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if d not in DEFAULT_EXCLUDED_DIRS
-            and not d.endswith(".egg-info")
-            and not _excluded(os.path.join(directory, d), exclude)
-        )
-        for name in sorted(filenames):
-            path = os.path.join(directory, name)
-            if name.endswith(".py") and not _excluded(path, exclude):
-                yield Discovered(path)
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+        except OSError as exc:
+            errors.append(Discovered(directory, exc.strerror or str(exc)))
+            return
+        folders = []
+        modules_named_folders = []
+        for entry in entries:
+            name, path = entry.name, os.path.join(directory, entry.name)
+            try:
+                is_dir = entry.is_dir()
+                is_link = entry.is_symlink()
+            except OSError:
+                is_dir = is_link = False
+            if is_dir:
+                if name in DEFAULT_EXCLUDED_DIRS or name.endswith(".egg-info") or _excluded(path, exclude):
+                    continue
+                if is_link:  # never walked: what it points to inside the root is walked anyway
+                    if not _inside(os.path.realpath(path), real_root):
+                        yield Discovered(path, skipped="symbolic link to a folder outside the checked tree"), path
+                    continue
+                folders.append(path)
+                if name.endswith(".py"):
+                    modules_named_folders.append(path)
+                continue
+            if not name.endswith(".py") or _excluded(path, exclude):
+                continue
+            if not is_link:
+                yield Discovered(path), real(path)
+                continue
+            target = os.path.realpath(path)
+            if os.path.exists(path) and not _inside(target, real_root):
+                yield Discovered(path, skipped="symbolic link to a file outside the checked tree"), path
+            else:  # a link inside the tree, or a broken one (reported when read)
+                yield Discovered(path), target
         # a folder named like a module (``x.py/``) is not a file to lint: say so
-        for name in dirnames:
-            if name.endswith(".py"):
-                yield Discovered(os.path.join(directory, name), "is a directory, not a Python file")
+        for path in modules_named_folders:
+            yield Discovered(path, "is a directory, not a Python file"), path
+        stack.extend(reversed(folders))
+
+    stack = [root]  # depth first, in sorted order, without recursion
+    while stack:
+        yield from walk(stack.pop())
     for error in errors:
-        if error.filename and error.filename != root:
-            yield Discovered(error.filename, error.strerror or str(error))
-        elif error.filename == root:
-            yield Discovered(root, error.strerror or str(error))
+        yield error, error.path

@@ -20,9 +20,10 @@ def excluded(path: str, settings: Settings) -> bool:
 
 
 def lint_document(path: str, data: bytes, settings: Settings, fix: bool = False,
-                  unsafe_fixes: bool = False) -> FileResult:
-    """The result of ``data`` checked (and fixed, with ``fix``) as the file ``path``."""
+                  unsafe_fixes: bool = False, edits: bool = False) -> FileResult:
+    """The result of ``data`` checked (and fixed, with ``fix``) as the file ``path``;
+    with ``edits``, each fixable finding carries its text edit."""
     if file_ignored_bytes(data):
         return FileResult(path, source=data, stage="ignored")
-    result = lint_source(path, data, settings.config, fix=fix, unsafe_fixes=unsafe_fixes)
+    result = lint_source(path, data, settings.config, fix=fix, unsafe_fixes=unsafe_fixes, edits=edits)
     return _per_file_ignored(result, settings.config, settings.root or os.getcwd())

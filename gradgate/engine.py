@@ -4,32 +4,42 @@ Per file, cheapest first:
 
 1. **bytes pre-filter**: a file holding none of the grad-mode source tokens the
    configuration knows (:meth:`Config.prefilter_tokens`) cannot hold a finding;
-2. **stdlib ast**: :class:`~gradgate.semantic.ModuleModel` finds the statements that
-   read the grad mode; each rule's ``candidate`` test keeps those it could report on;
-3. **LibCST**, on *snippets* only: the lines of each candidate statement are parsed as a
-   module of their own (behind an ``if 1:`` header when indented) and the rules visit it
-   with positions mapped back to the file. When a snippet does not parse on its own the
-   whole file is parsed instead, so nothing is ever missed.
+2. **the model** (:mod:`gradgate.model`, stdlib ``ast`` only): grad mode followed as a
+   value, every forward decision a boolean function of it; each rule names the kinds
+   of decision it reports, and the model says which are gated and where grad mode
+   enters them, with the proof and the plan of each fix. A check ends here: LibCST is
+   not imported.
+3. **LibCST**, only to make a fix: the statements a plan changes are parsed as a
+   module of their own (behind an ``if 1:`` header when indented), the plan is carried
+   out (:mod:`gradgate.fixes`), and the regenerated lines are spliced over the original
+   ones; every other byte is untouched. The result is re-parsed (CPython for the file,
+   LibCST for the changed statements) and analysed again until no fixable finding is
+   left. The fixed bytes are returned, never written here: see :mod:`gradgate.source`.
 
-Fixing applies the rules' node replacements to each snippet in one pass, splices the
-regenerated snippet lines back over the original ones (every other byte is untouched),
-re-parses the whole result with CPython and LibCST, and repeats until no fixable finding
-is left. The fixed bytes are returned, never written here: see :mod:`gradgate.source`.
+``prefilter=False`` skips the pre-filters: every function is analysed. The findings
+are the same (the test-suite checks it on every fixture and the fuzz corpus).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .config import Config
-from .discovery import discover
-from .results import Applicability, Edit, FileResult, Finding, RunResult
-from .semantic import ModuleModel
+from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
+from .model.fixplan import FixPlan, SourceLines, blocks, plan
+from .results import Applicability, Edit, FileResult, Finding, FlowStep
 from .source import SourceError, decode_check, read_source
 from .suppression import suppressed, suppression_comments
+
+if TYPE_CHECKING:
+    import libcst as cst
+    from libcst.metadata import CodeRange
+
+    from .rule import Rule
 
 #: Upper bound on fix passes; each pass removes at least one finding.
 MAX_FIX_PASSES = 16
@@ -42,11 +52,10 @@ class LintError(Exception):
 
 
 class _FixInvalid(LintError):
-    """A fix computed on a snippet does not fit the file (e.g. it emptied a block):
-    the file is then analysed and fixed as a whole module instead."""
+    """A fix does not fit the file; the file is left unchanged, its findings kept."""
 
 
-def selected_rules(config: Config) -> list:
+def selected_rules(config: Config) -> list[type["Rule"]]:
     from .rule import all_rules
 
     return [r for r in all_rules() if config.selects(r.CODE, r.DEFAULT_ENABLED)]
@@ -55,38 +64,6 @@ def selected_rules(config: Config) -> list:
 def split_lines(text: str) -> list[str]:
     """Lines with their own endings, split where CPython's tokenizer splits them."""
     return _LINE.findall(text)
-
-
-# -- snippets ----------------------------------------------------------------------
-@dataclass
-class Snippet:
-    """File lines ``first``..``last`` (1-based, inclusive), parsed as a module.
-
-    ``header`` lines precede them in the parsed text (an ``if 1:`` that makes an
-    indented statement parse); the whole file is the snippet ``1..len(lines)``.
-    """
-
-    first: int
-    last: int
-    header: str
-    module: object  # libcst.Module
-    #: a ``pass`` after the lines, so that removing every statement of an indented
-    #: snippet leaves its ``if 1:`` block valid; it is cut off again when splicing
-    sentinel: str = ""
-    #: LibCST regenerates the parsed text exactly; fixes are applied only then
-    lossless: bool = True
-    #: LibCST positions of the module's nodes, set when the rules visit it
-    positions: object = None
-
-    @property
-    def line_offset(self) -> int:
-        return self.first - 1 - self.header.count("\n")
-
-    def body_of(self, module) -> str:
-        code = module.code
-        if not (code.startswith(self.header) and code.endswith(self.sentinel)):
-            raise _FixInvalid("a fix changed the snippet frame")
-        return code[len(self.header):len(code) - len(self.sentinel)]
 
 
 def _parse_cst(text: str):
@@ -104,6 +81,38 @@ def _parse_cst(text: str):
         raise LintError(f"LibCST cannot parse this file: {exc}") from None
     except RecursionError:
         raise LintError("too deeply nested to parse") from None
+
+
+# -- snippets ----------------------------------------------------------------------
+@dataclass
+class Snippet:
+    """File lines ``first``..``last`` (1-based, inclusive), parsed as a module.
+
+    ``header`` lines precede them in the parsed text (an ``if 1:`` that makes an
+    indented statement parse); the whole file is the snippet ``1..len(lines)``.
+    """
+
+    first: int
+    last: int
+    header: str
+    module: "cst.Module"
+    #: a ``pass`` after the lines, so that removing every statement of an indented
+    #: snippet leaves its ``if 1:`` block valid; it is cut off again when splicing
+    sentinel: str = ""
+    #: LibCST regenerates the parsed text exactly; fixes are applied only then
+    lossless: bool = True
+    #: LibCST positions of the module's nodes, set when the rules visit it
+    positions: "Mapping[cst.CSTNode, CodeRange] | None" = None
+
+    @property
+    def line_offset(self) -> int:
+        return self.first - 1 - self.header.count("\n")
+
+    def body_of(self, module) -> str:
+        code = module.code
+        if not (code.startswith(self.header) and code.endswith(self.sentinel)):
+            raise _FixInvalid("a fix changed the snippet frame")
+        return code[len(self.header):len(code) - len(self.sentinel)]
 
 
 def _ranges(statements: Sequence[ast.stmt]) -> list[tuple[int, int]]:
@@ -191,42 +200,105 @@ def _snippets(lines: list[str], statements: Sequence[ast.stmt], whole: bool,
 @dataclass
 class _Found:
     finding: Finding
-    replacement: object  # gradgate.rule.Replacement | None
-    snippet: Snippet
+    plan: FixPlan | None
 
 
 class _Analysis:
     """One pass over one version of a file's text."""
 
-    def __init__(self, path: str, text: str, config: Config, rules: list, whole: bool = False):
+    def __init__(self, path: str, text: str, config: Config, rules: Sequence[type["Rule"]], whole: bool = False):
         self.path = path
-        self.lines = split_lines(text)
+        self.text = text
+        self.source = SourceLines(text)
+        self.lines = self.source.lines
         try:
-            tree = ast.parse(text)
+            self.tree = ast.parse(text)
         except SyntaxError as exc:
             raise LintError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
         except (RecursionError, MemoryError, ValueError) as exc:
             raise LintError(f"cannot parse: {type(exc).__name__}") from None
-        model = ModuleModel(tree, config, None if whole else text)
-        statements, parent = model.candidates(lambda s, scope: any(r.candidate(s, model, scope) for r in rules))
-        self.stage = "module" if whole else ("snippets" if statements else "ast")
-        self.found: list[_Found] = []
-        #: lines whose suppression comment silenced a finding
+        try:
+            self.model = ModuleAnalysis(self.tree, config, None if whole else text)
+        except RecursionError:
+            raise LintError("too deeply nested to analyse") from None
         self.used_suppressions: set[int] = set()
-        self.cst_lines = 0
-        if statements or whole:
-            for snippet in _snippets(self.lines, statements, whole, parent):
-                self.cst_lines += snippet.last - snippet.first + 1
-                self.found.extend(self._visit(snippet, model, config, rules))
+        self.found: list[_Found] = []
+        self._blocks: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]] | None = None
+        self._judge(rules)
         if config.reports_unused_suppressions and "gradgate:" in text:
             self.found.extend(self._unused_suppressions(text, rules))
         self.found.sort(key=lambda f: f.finding.sort_key())
 
-    def _unused_suppressions(self, text: str, rules: list) -> Iterator[_Found]:
+    @property
+    def blocks(self) -> dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]]:
+        if self._blocks is None:
+            self._blocks = blocks(self.tree)
+        return self._blocks
+
+    def _judge(self, rules: Sequence[type["Rule"]]) -> None:
+        bdd = self.model.bdd
+        by_origin: dict[tuple[str, ast.AST], list[Entry]] = {}
+        rule_of: dict[str, type["Rule"]] = {}
+        for rule in rules:
+            if not rule.DECISIONS:
+                continue
+            rule_of[rule.CODE] = rule
+            for decision in self.model.decisions:
+                if decision.kind in rule.DECISIONS and rule.judge(decision, bdd):
+                    for entry in rule.entries(self.model, decision):
+                        by_origin.setdefault((rule.CODE, entry.origin), []).append(entry)
+        for (code, origin), entries in by_origin.items():
+            found = self._finding(rule_of[code], origin, entries)
+            if found is not None:
+                self.found.append(found)
+
+    def _finding(self, rule: type["Rule"], origin: ast.AST, entries: list[Entry]) -> _Found | None:
+        first = entries[0]
+        statement = first.statement
+        span = self.source.span(origin)
+        line = span[0]
+        text = self.lines[line - 1].rstrip("\r\n") if line <= len(self.lines) else ""
+        if suppressed(text, rule.CODE):
+            self.used_suppressions.add(line)
+            return None
+        statement_text = self.lines[statement.lineno - 1] if statement.lineno <= len(self.lines) else ""
+        if suppressed(statement_text, rule.CODE):
+            self.used_suppressions.add(statement.lineno)
+            return None
+        read = " ".join(self.source.text(span).split())
+        message = rule.describe(first.decision, read)
+        fix_plan: FixPlan | None = None
+        applicability: Applicability | None = None
+        if rule.FIXES and all(e.proven for e in entries):
+            polarity = self.model.results[None if first.decision.function == "<module>" else first.decision.function]
+            _stmt, sign, _trail = polarity.origins[origin]
+            target, value = widen_to_pure_grad(origin, statement, sign)
+            fix_plan = plan(target, value, statement, self.blocks, self.source)
+        coupled = sorted({c.lineno for e in entries for c in e.coupled})
+        if fix_plan is not None:
+            applicability = Applicability.UNSAFE if coupled else Applicability.SAFE
+        if coupled:
+            where = ", ".join(str(n) for n in coupled)
+            message += f" (grad mode also decides how this path is prepared at line {where}: fix unsafe)"
+        flow = tuple(
+            FlowStep(self.path, step.line, self.source.column(step.line, step.column) + 1, step.message)
+            for step in first.trail
+        )
+        if flow:
+            flow += (FlowStep(self.path, line, span[1] + 1, f"grad mode decides `{first.decision.name}` here"),)
+        finding = Finding(
+            path=self.path, rule=rule.CODE, message=message,
+            line=line, column=span[1] + 1, end_line=span[2], end_column=span[3] + 1,
+            applicability=applicability, source_line=text, flow=flow,
+        )
+        return _Found(finding, fix_plan)
+
+    def _unused_suppressions(self, text: str, rules: Sequence[type["Rule"]]) -> list[_Found]:
         from .config import UNUSED_SUPPRESSION_CODE
         from .registry import known_codes
 
         known, selected = known_codes(), {r.CODE for r in rules}
+        out = []
         for line, column, comment, codes in suppression_comments(text):
             if line in self.used_suppressions:
                 continue
@@ -242,134 +314,113 @@ class _Analysis:
                 line=line, column=column, end_line=line, end_column=column + len(comment),
                 source_line=self.lines[line - 1].rstrip("\r\n"),
             )
-            yield _Found(finding, None, None)  # type: ignore[arg-type]
+            out.append(_Found(finding, None))
+        return out
 
-    def _visit(self, snippet: Snippet, model: ModuleModel, config: Config, rules: list):
+    # -- fixing ---------------------------------------------------------------------------
+    def with_edits(self) -> None:
+        """Give every finding with a fix its :class:`Edit` (for editors and SARIF)."""
+        from dataclasses import replace
+
+        for index, found in enumerate(self.found):
+            if found.plan is None:
+                continue
+            try:
+                outcome = self.fixed_text([found])
+            except LintError:
+                continue
+            if outcome is not None:
+                self.found[index] = _Found(replace(found.finding, edit=_edit(self.text, outcome[0])), found.plan)
+
+    def fixable(self, unsafe_fixes: bool) -> list[_Found]:
+        return [f for f in self.found if f.plan is not None and f.finding.fixable_with(unsafe_fixes)]
+
+    def fixed_text(self, chosen: list[_Found]) -> tuple[str, list[Finding], int] | None:
+        """Carry out the plans of ``chosen`` that do not overlap an earlier one; returns
+        the new text, the findings fixed and the number of lines LibCST parsed."""
         from libcst.metadata import MetadataWrapper, PositionProvider
 
-        from .rule import RuleContext, dispatch
+        from .fixes import PlanError, apply_plans
 
-        wrapper = MetadataWrapper(snippet.module, unsafe_skip_copy=True)
-        providers = {PositionProvider}
-        for rule in rules:
-            providers.update(rule.METADATA_DEPENDENCIES)
-        try:
-            metadata = wrapper.resolve_many(providers)
-            snippet.positions = metadata[PositionProvider]
-            context = RuleContext(
-                path=self.path,
-                module=snippet.module,
-                config=config,
-                metadata=metadata,
-                model=model,
-                line_offset=snippet.line_offset,
-            )
-            dispatch([rule(context) for rule in rules], snippet.module)
-        except RecursionError:
-            raise LintError("too deeply nested to analyse") from None
-        for report in context.reports:
-            where = context.position(report.node)
-            line = where.start.line + snippet.line_offset
-            text = self.lines[line - 1].rstrip("\r\n") if line <= len(self.lines) else ""
-            statement = self.lines[report.statement_line - 1] if report.statement_line <= len(self.lines) else ""
-            if suppressed(text, report.code):
-                self.used_suppressions.add(line)
-                continue
-            if suppressed(statement, report.code):
-                self.used_suppressions.add(report.statement_line)
-                continue
-            finding = Finding(
-                path=self.path,
-                rule=report.code,
-                message=report.message,
-                line=line,
-                column=where.start.column + 1,
-                end_line=where.end.line + snippet.line_offset,
-                end_column=where.end.column + 1,
-                applicability=Applicability.SAFE if report.replacement is not None and snippet.lossless else None,
-                source_line=text,
-                edit=self._edit(context, snippet, report.replacement) if snippet.lossless else None,
-            )
-            yield _Found(finding, report.replacement if snippet.lossless else None, snippet)
-
-    @staticmethod
-    def _edit(context, snippet: Snippet, replacement) -> Edit | None:
-        import libcst as cst
-
-        if replacement is None or not isinstance(replacement.new, cst.CSTNode):
+        plans: list[tuple[FixPlan, Finding]] = []
+        taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
+        for found in chosen:
+            assert found.plan is not None
+            node = found.plan.node
+            start, end = node[:2], node[2:]
+            statement_span = self.source.span(found.plan.statement)
+            if any(not (end <= s or start >= e) for s, e in taken) or any(
+                p.statement is not found.plan.statement and _overlaps(self.source.span(p.statement), statement_span)
+                for p, _ in plans
+            ):
+                continue  # the next pass sees it again
+            taken.append((start, end))
+            plans.append((found.plan, found.finding))
+        if not plans:
             return None
-        where = context.position(replacement.original)
-        return Edit(
-            line=where.start.line + snippet.line_offset,
-            column=where.start.column + 1,
-            end_line=where.end.line + snippet.line_offset,
-            end_column=where.end.column + 1,
-            content=snippet.module.code_for_node(replacement.new),
-        )
-
-    def fixed_text(self) -> tuple[str, list[Finding]] | None:
-        """Apply, per snippet, the replacements that do not overlap an earlier one."""
-        import libcst as cst
-
-        by_snippet: dict[int, list[_Found]] = {}
-        for found in self.found:
-            if found.replacement is not None:
-                by_snippet.setdefault(id(found.snippet), []).append(found)
-        if not by_snippet:
-            return None
+        parents = {s: h for s, (h, _) in self.blocks.items() if isinstance(h, ast.stmt)}
+        statements = list(dict.fromkeys(p.statement for p, _ in plans))
         lines = list(self.lines)
-        applied: list[Finding] = []
-        groups = sorted(by_snippet.values(), key=lambda g: -g[0].snippet.first)
-        for group in groups:  # bottom-up, so earlier line numbers stay valid
-            snippet = group[0].snippet
-            positions = snippet.positions  # resolved when the rules visited it
-            chosen: dict[object, object] = {}
-            spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
-            for found in group:
-                original = found.replacement.original
-                if original in chosen:
-                    continue  # another removal in the same node: the next pass sees it
-                where = positions[original]
-                start = (where.start.line, where.start.column)
-                end = (where.end.line, where.end.column)
-                if any(not (end <= s or start >= e) for s, e in spans):
-                    continue  # overlaps an applied one: the next pass sees it again
-                spans.append((start, end))
-                chosen[original] = found.replacement.new
-                applied.append(found.finding)
-
-            class Swap(cst.CSTTransformer):
-                def on_leave(self, original_node, updated_node):
-                    return chosen.get(original_node, updated_node)
-
-            new_body = snippet.body_of(snippet.module.visit(Swap()))
+        cst_lines = 0
+        snippets = _snippets(self.lines, statements, False, parents)
+        for snippet in sorted(snippets, key=lambda s: -s.first):  # bottom-up: line numbers stay valid
+            cst_lines += snippet.last - snippet.first + 1
+            mine = [p for p, _ in plans if snippet.first <= p.statement.lineno <= snippet.last]
+            if not mine:
+                continue
+            if not snippet.lossless:
+                raise _FixInvalid("LibCST does not reproduce this file byte for byte; not fixed")
+            positions = MetadataWrapper(snippet.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            try:
+                new_module = apply_plans(snippet.module, positions, mine, snippet.line_offset)
+            except PlanError as exc:
+                raise _FixInvalid(f"a fix could not be applied ({exc}); file left unchanged") from None
+            new_body = snippet.body_of(new_module)
             original_body = "".join(lines[snippet.first - 1:snippet.last])
+            if _comments(new_body) < _comments(original_body):
+                raise _FixInvalid("a fix would drop a comment; file left unchanged")
+            try:
+                _parse_cst(snippet.header + new_body + snippet.sentinel)
+            except LintError as exc:
+                raise _FixInvalid(f"a fix produced invalid code ({exc}); file left unchanged") from None
             if new_body and not original_body.endswith(("\n", "\r")) and new_body.endswith("\n"):
-                new_body = new_body[:-1]  # we added that newline in _snippets
+                new_body = new_body[:-1]  # we added that newline in _frame
             lines[snippet.first - 1:snippet.last] = [new_body]
-        return "".join(lines), applied
+        return "".join(lines), [f for _, f in plans], cst_lines
 
 
-def _validate(text: str, before: str) -> None:
-    """A fix is kept only if both CPython and LibCST parse its result.
+def _edit(old: str, new: str) -> Edit:
+    """The one region where ``new`` differs from ``old``, as an :class:`Edit`."""
+    start = 0
+    limit = min(len(old), len(new))
+    while start < limit and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < limit - start and old[len(old) - 1 - end] == new[len(new) - 1 - end]:
+        end += 1
 
-    LibCST's tokenizer rejects a few files CPython accepts (a backslash-CRLF as the last
-    line). When LibCST could not parse ``before``, the text the fix started from, either,
-    the failure is not the fix's doing (it only touched statements LibCST parsed alone)
-    and CPython's parse is the check.
-    """
+    def position(offset: int) -> tuple[int, int]:
+        line = old.count("\n", 0, offset) + 1  # CR-only files: the fix region stays on its lines
+        column = offset - (old.rfind("\n", 0, offset) + 1)
+        return line, column + 1
+
+    line, column = position(start)
+    end_line, end_column = position(len(old) - end)
+    return Edit(line, column, end_line, end_column, new[start:len(new) - end])
+
+
+def _overlaps(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    return not (a[2] < b[0] or b[2] < a[0])
+
+
+def _comments(text: str) -> int:
+    import io
+    import tokenize
+
     try:
-        ast.parse(text)
-    except SyntaxError as exc:
-        raise _FixInvalid(f"a fix produced invalid code ({exc.msg}); file left unchanged") from None
-    try:
-        _parse_cst(text)
-    except LintError as exc:
-        try:
-            _parse_cst(before)
-        except LintError:
-            return
-        raise _FixInvalid(str(exc)) from None
+        return sum(t.type == tokenize.COMMENT for t in tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return text.count("#")
 
 
 def may_hold_findings(data: bytes, config: Config) -> bool:
@@ -379,12 +430,14 @@ def may_hold_findings(data: bytes, config: Config) -> bool:
 
 def lint_source(
     path: str, data: bytes, config: Config, fix: bool = False, prefilter: bool = True,
-    unsafe_fixes: bool = False,
+    unsafe_fixes: bool = False, edits: bool = False,
 ) -> FileResult:
     """Lint (and optionally fix) ``data``, the bytes of the file ``path``.
 
-    ``prefilter=False`` skips the bytes and ast pre-filters and runs the rules on the
-    whole file: slower, and by construction the same findings (the tests check it).
+    ``unsafe_fixes`` applies the unsafe fixes too; ``edits`` gives each finding with a
+    fix its text edit (LibCST is then imported for files that have one). Never raises
+    for a file's content: a file that cannot be analysed or fixed is a result with
+    ``error`` set.
     """
     try:
         encoding = decode_check(data)
@@ -395,68 +448,73 @@ def lint_source(
     rules = selected_rules(config)
     text = data.decode(encoding)
     try:
-        try:
-            analysis, current, fixed_findings, cst_lines = _lint_text(
-                path, text, config, rules, fix, whole=not prefilter
-            )
-        except _FixInvalid:
-            if not prefilter:
-                raise
-            # a snippet-level fix did not fit the file: redo it on the whole module
-            analysis, current, fixed_findings, cst_lines = _lint_text(path, text, config, rules, fix, whole=True)
+        analysis = _Analysis(path, text, config, rules, whole=not prefilter)
     except LintError as exc:
         return FileResult(path, error=str(exc), source=data)
+    if edits and not fix:
+        analysis.with_edits()
     remaining = tuple(f.finding for f in analysis.found)
+    if not fix or not analysis.fixable(unsafe_fixes):
+        return FileResult(path, remaining, source=data, stage="ast")
+    try:
+        final, current, fixed_findings, cst_lines = _fix(path, text, analysis, config, rules, prefilter, unsafe_fixes)
+    except LintError as exc:
+        return FileResult(path, remaining, error=str(exc), source=data, stage="fix")
     if current == text:
-        return FileResult(path, remaining, source=data, stage=analysis.stage, cst_lines=cst_lines)
+        return FileResult(path, tuple(f.finding for f in final.found), source=data, stage="fix", cst_lines=cst_lines)
+    from .source import encode_fixed
+
     return FileResult(
-        path,
-        remaining,
-        source=data,
-        fixed=current.encode(encoding),
-        fixed_findings=tuple(fixed_findings),
-        stage=analysis.stage,
-        cst_lines=cst_lines,
+        path, tuple(f.finding for f in final.found), source=data,
+        fixed=encode_fixed(data, text, current, encoding),
+        fixed_findings=tuple(fixed_findings), stage="fix", cst_lines=cst_lines,
     )
 
 
-def _lint_text(path: str, text: str, config: Config, rules: list, fix: bool, whole: bool):
-    analysis = _Analysis(path, text, config, rules, whole=whole)
-    cst_lines = analysis.cst_lines
-    fixed_findings: list[Finding] = []
+def attach_edits(result: FileResult, config: Config) -> FileResult:
+    """``result`` with each fixable finding's text :class:`Edit` (what editors and
+    SARIF consumers apply); a check leaves them out, so that it never needs LibCST."""
+    if result.source is None or result.error is not None or not any(f.applicability for f in result.findings):
+        return result
+    edited = lint_source(result.path, result.source, config, edits=True)
+    if edited.error is not None or len(edited.findings) != len(result.findings):
+        return result
+    from dataclasses import replace
+
+    by_place = {(f.line, f.column, f.rule): f.edit for f in edited.findings}
+    findings = tuple(replace(f, edit=by_place.get((f.line, f.column, f.rule))) for f in result.findings)
+    return replace(result, findings=findings)
+
+
+def _fix(path: str, text: str, analysis: _Analysis, config: Config, rules: Sequence[type["Rule"]],
+         prefilter: bool, unsafe_fixes: bool) -> tuple[_Analysis, str, list[Finding], int]:
     current = text
-    if fix:
-        for _ in range(MAX_FIX_PASSES):
-            outcome = analysis.fixed_text()
-            if outcome is None:
-                break
-            candidate, applied = outcome
-            _validate(candidate, current)
-            current = candidate
-            fixed_findings.extend(applied)
-            analysis = _Analysis(path, current, config, rules, whole=whole)
+    fixed_findings: list[Finding] = []
+    cst_lines = 0
+    for _ in range(MAX_FIX_PASSES):
+        chosen = analysis.fixable(unsafe_fixes)
+        if not chosen:
+            break
+        outcome = analysis.fixed_text(chosen)
+        if outcome is None:
+            break
+        candidate, applied, parsed = outcome
+        cst_lines += parsed
+        try:
+            next_analysis = _Analysis(path, candidate, config, rules, whole=not prefilter)
+        except LintError as exc:
+            raise _FixInvalid(f"a fix produced invalid code ({exc}); file left unchanged") from None
+        if len(next_analysis.fixable(unsafe_fixes)) >= len(chosen):
+            raise _FixInvalid("a fix did not remove its finding; file left unchanged")
+        current, analysis = candidate, next_analysis
+        fixed_findings.extend(applied)
     return analysis, current, fixed_findings, cst_lines
 
 
-def lint_file(path: str, config: Config, fix: bool = False, prefilter: bool = True) -> FileResult:
+def lint_file(path: str, config: Config, fix: bool = False, prefilter: bool = True,
+              unsafe_fixes: bool = False) -> FileResult:
     try:
         source = read_source(path)
     except SourceError as exc:
         return FileResult(path, error=str(exc))
-    return lint_source(path, source.data, config, fix=fix, prefilter=prefilter)
-
-
-def iter_lint(
-    paths: Sequence[str], config: Config, fix: bool = False, prefilter: bool = True
-) -> Iterator[FileResult]:
-    for item in discover(paths, config.exclude):
-        if item.error is not None:
-            yield FileResult(item.path, error=item.error)
-        else:
-            yield lint_file(item.path, config, fix=fix, prefilter=prefilter)
-
-
-def lint_paths(
-    paths: Iterable[str], config: Config, fix: bool = False, prefilter: bool = True
-) -> RunResult:
-    return RunResult(tuple(iter_lint(list(paths), config, fix=fix, prefilter=prefilter)))
+    return lint_source(path, source.data, config, fix=fix, prefilter=prefilter, unsafe_fixes=unsafe_fixes)

@@ -34,8 +34,11 @@ def code_digest() -> str:
     parts = []
     for package in (gradgate, gradgate.rules):
         for directory in package.__path__:
-            for name in sorted(os.listdir(directory)):
-                if name.endswith(".py"):
-                    info = os.stat(os.path.join(directory, name))
-                    parts.append(f"{package.__name__}.{name}:{info.st_size}:{info.st_mtime_ns}")
+            for folder, subfolders, names in os.walk(directory):
+                subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+                for name in sorted(names):
+                    if name.endswith(".py"):
+                        info = os.stat(os.path.join(folder, name))
+                        relative = os.path.relpath(os.path.join(folder, name), directory)
+                        parts.append(f"{package.__name__}:{relative}:{info.st_size}:{info.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from .escape import display, encodable, github_data, github_property, uri_path
 from .results import FileResult, Finding
 
 
@@ -13,19 +14,9 @@ _BOLD, _RED, _CYAN, _YELLOW, _DIM, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[36m", "
 
 
 def one_line(text: str) -> str:
-    """``text`` on one line: line breaks (and other control characters) in quoted code
-    escaped as ``\\n``, ``\\r``, ``\\t``, ``\\xNN``."""
-    if text.isprintable():
-        return text
-    out = []
-    for char in text:
-        if char.isprintable():
-            out.append(char)
-        elif char in "\n\r\t":
-            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[char])
-        else:
-            out.append(f"\\x{ord(char):02x}" if ord(char) < 256 else f"\\u{ord(char):04x}")
-    return "".join(out)
+    """``text`` on one line (line breaks in quoted code escaped as ``\\n``; see
+    :func:`gradgate.escape.display`)."""
+    return display(text)
 
 
 def _style(text: str, style: str, color: bool) -> str:
@@ -33,7 +24,7 @@ def _style(text: str, style: str, color: bool) -> str:
 
 
 def text_line(finding: Finding, color: bool = False) -> str:
-    where = f"{finding.path}:{finding.line}:{finding.column}:"
+    where = f"{display(finding.path)}:{finding.line}:{finding.column}:"
     if not color:
         return f"{where} {finding.rule} {one_line(finding.message)}"
     return f"{_style(where, _BOLD, True)} {_style(finding.rule, _BOLD + _RED, True)} {one_line(finding.message)}"
@@ -59,11 +50,11 @@ def render_text(findings: Sequence[Finding], show_source: bool = False, color: b
     for finding in findings:
         out.append(text_line(finding, color))
         if show_source and finding.source_line:
-            out.append(f"    {one_line(finding.source_line.rstrip())}")
+            out.append(f"    {display(finding.source_line.rstrip(), keep_tabs=True)}")
             width = max(1, (finding.end_column - finding.column) if finding.end_line == finding.line else 1)
             out.append("    " + " " * (finding.column - 1) + _style("^" * width, _RED, color))
-        for step in finding.flow:
-            out.append(f"    {_style('note:', _CYAN, color)} {step.path}:{step.line}:{step.column}: {one_line(step.message)}")
+        for step in finding.flow if show_source else ():  # the concise form stays one line
+            out.append(f"    {_style('note:', _CYAN, color)} {display(step.path)}:{step.line}:{step.column}: {one_line(step.message)}")
         if show_source or show_fixes:
             note = _fix_note(finding, unsafe_fixes)
             if note is not None:
@@ -120,7 +111,7 @@ def render_fixed(results: Sequence[FileResult]) -> str:
     for result in results:
         if not result.fixed_findings:
             continue
-        out.append(f"{result.path}:")
+        out.append(f"{display(result.path)}:")
         for code, count in sorted(Counter(f.rule for f in result.fixed_findings).items()):
             name = rules[code].NAME if code in rules else ""
             out.append(f"    {count} \u00d7 {code} ({name})")
@@ -130,7 +121,7 @@ def render_fixed(results: Sequence[FileResult]) -> str:
 def finding_dict(finding: Finding) -> dict[str, object]:
     edit = finding.edit
     return {
-        "path": finding.path,
+        "path": encodable(finding.path),
         "line": finding.line,
         "column": finding.column,
         "end_line": finding.end_line,
@@ -154,58 +145,61 @@ def render_json(findings: Sequence[Finding]) -> str:
     return json.dumps([finding_dict(f) for f in findings], indent=2) + "\n"
 
 
-def unified_diff(result: FileResult) -> str:
-    """A ``git apply``-able diff of one fixed file (paths as ``a/PATH`` / ``b/PATH``)."""
+def unified_diff(result: FileResult) -> bytes:
+    """A ``git apply``-able diff of one fixed file (paths as ``a/PATH`` / ``b/PATH``), in
+    the file's own bytes: lines are split at LF only, as git splits them."""
     assert result.source is not None and result.fixed is not None
-    from .source import decode_check
-
-    encoding = decode_check(result.source)
-    before = result.source.decode(encoding).splitlines(keepends=True)
-    after = result.fixed.decode(encoding).splitlines(keepends=True)
-    path = result.path[2:] if result.path.startswith("./") else result.path
     import difflib  # only for --diff
 
-    lines = difflib.unified_diff(before, after, f"a/{path}", f"b/{path}")
+    from .escape import git_path
+
+    path = result.path[2:] if result.path.startswith("./") else result.path
+    before = _lf_lines(result.source)
+    after = _lf_lines(result.fixed)
+    lines = difflib.diff_bytes(
+        difflib.unified_diff, before, after, git_path(b"a/", path), git_path(b"b/", path)
+    )
     out = []
     for line in lines:
         out.append(line)
-        if not line.endswith(("\n", "\r")):
-            out.append("\n\\ No newline at end of file\n")
-    return "".join(out)
+        if not line.endswith(b"\n"):
+            out.append(b"\n\\ No newline at end of file\n")
+    return b"".join(out)
+
+
+def _lf_lines(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    last = lines.pop()
+    out = [line + b"\n" for line in lines]
+    if last:
+        out.append(last)
+    return out
 
 
 # -- GitHub Actions workflow commands ---------------------------------------------------
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def render_github(findings: Sequence[Finding], errors: Sequence[FileResult] = ()) -> str:
     """Workflow-command annotations: one ``::error`` per finding, and one per file that
     could not be read or parsed (at its line when the reason names one)."""
     out = []
     for r in errors:
-        props = [f"file={_escape_property(r.path)}"]
+        props = [f"file={github_property(r.path)}"]
         line = _error_line(r.error or "")
         if line is not None:
             props += [f"line={line[0]}", f"col={line[1]}"]
-        props.append(f"title={_escape_property('gradgate error')}")
-        out.append(f"::error {','.join(props)}::{_escape_data(f'{r.path}: {r.error}')}\n")
+        props.append(f"title={github_property('gradgate error')}")
+        out.append(f"::error {','.join(props)}::{github_data(f'{display(r.path)}: {r.error}')}\n")
     for f in findings:
         props = ",".join(
             [
-                f"file={_escape_property(f.path)}",
+                f"file={github_property(f.path)}",
                 f"line={f.line}",
                 f"col={f.column}",
                 f"endLine={f.end_line}",
                 f"endColumn={f.end_column}",
-                f"title={_escape_property(f'gradgate {f.rule}')}",
+                f"title={github_property(f'gradgate {f.rule}')}",
             ]
         )
-        out.append(f"::error {props}::{_escape_data(f'{f.rule} {f.message}')}\n")
+        out.append(f"::error {props}::{github_data(f'{f.rule} {f.message}')}\n")
     return "".join(out)
 
 
@@ -226,12 +220,10 @@ def _region(line: int, column: int, end_line: int, end_column: int) -> dict[str,
 
 
 def _uri(path: str) -> str:
-    from urllib.parse import quote
-
     normal = path.replace("\\", "/")
     if normal.startswith("./"):
         normal = normal[2:]
-    return quote(normal)
+    return uri_path(normal)
 
 
 def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (), root: str | None = None,
@@ -338,7 +330,7 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
             {
                 "level": "error",
                 "descriptor": {"id": "syntax-error" if line is not None else "unreadable-file"},
-                "message": {"text": f"{r.path}: {r.error}"},
+                "message": {"text": f"{display(r.path)}: {display(r.error or '')}"},
                 "locations": [{"physicalLocation": physical}],
             }
         )
@@ -370,9 +362,7 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
 
 
 def _uri_abs(path: str) -> str:
-    from urllib.parse import quote
-
-    return quote(path if path.startswith("/") else "/" + path)
+    return uri_path(path if path.startswith("/") else "/" + path)
 
 
 def fingerprint(finding: Finding, root: str | None = None) -> str:
@@ -386,7 +376,7 @@ def fingerprint(finding: Finding, root: str | None = None) -> str:
     if normal.startswith("./"):
         normal = normal[2:]
     key = "\0".join([finding.rule, normal, " ".join(finding.source_line.split())])
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 # -- JUnit XML --------------------------------------------------------------------------
@@ -400,12 +390,12 @@ def render_junit(findings: Sequence[Finding], errors: Sequence[FileResult] = ())
 
     by_file: dict[str, list[tuple[str, str, str]]] = {}
     for f in findings:
-        by_file.setdefault(f.path, []).append(
-            (f"org.gradgate.{f.rule}", f"{f.path}:{f.line}:{f.column}: {f.rule} {f.message}",
+        by_file.setdefault(display(f.path), []).append(
+            (f"org.gradgate.{f.rule}", f"{display(f.path)}:{f.line}:{f.column}: {f.rule} {f.message}",
              f"line {f.line}, col {f.column}, {f.message}")
         )
     for r in errors:
-        by_file.setdefault(r.path, []).append(("org.gradgate.error", f"{r.path}: {r.error}", str(r.error)))
+        by_file.setdefault(display(r.path), []).append(("org.gradgate.error", f"{display(r.path)}: {r.error}", str(r.error)))
     failures = sum(len(cases) for cases in by_file.values())
     out = ['<?xml version="1.0" encoding="UTF-8"?>']
     out.append(f'<testsuites name="gradgate" tests={attr(max(failures, 1))} failures={attr(failures)} errors="0">')
@@ -459,7 +449,7 @@ def render_gitlab(findings: Sequence[Finding], errors: Sequence[FileResult] = ()
                 "fingerprint": unique(fingerprint(f)),
                 "severity": "major",
                 "location": {
-                    "path": f.path.replace("\\", "/"),
+                    "path": encodable(f.path).replace("\\", "/"),
                     "positions": {
                         "begin": {"line": f.line, "column": f.column},
                         "end": {"line": f.end_line, "column": f.end_column},
@@ -471,11 +461,11 @@ def render_gitlab(findings: Sequence[Finding], errors: Sequence[FileResult] = ()
         line = _error_line(r.error or "") or (1, 1)
         out.append(
             {
-                "description": f"{r.path}: {r.error}",
+                "description": f"{encodable(r.path)}: {r.error}",
                 "check_name": "gradgate-error",
                 "fingerprint": unique(f"error\0{r.path}\0{r.error}"),
                 "severity": "blocker",
-                "location": {"path": r.path.replace("\\", "/"), "lines": {"begin": line[0]}},
+                "location": {"path": encodable(r.path).replace("\\", "/"), "lines": {"begin": line[0]}},
             }
         )
     return json.dumps(out, indent=2) + "\n"

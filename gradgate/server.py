@@ -83,7 +83,7 @@ class GradgateServer(LanguageServer):
         if excluded(path, settings):
             result = FileResult(path, source=data, stage="excluded")
         else:
-            result = lint_document(path, data, settings, fix=fix)
+            result = lint_document(path, data, settings, fix=fix, edits=not fix)
         self.cache[key] = result
         if len(self.cache) > CACHE_SIZE:
             self.cache.popitem(last=False)

@@ -1,9 +1,11 @@
 """Reading Python sources safely, and writing fixed ones back without losing a byte.
 
 :func:`read_source` refuses, with a one-line reason, what cannot be Python text (binary
-data, undecodable bytes). :func:`write_atomic` replaces a file only if it still holds the
-bytes that were read, through a temporary file in the same directory and a rename, so a
-reader never sees half a file and the file keeps its permissions.
+data, undecodable bytes). :func:`encode_fixed` turns a fixed text back into bytes that
+differ from the original only where the text does. :func:`write_atomic` replaces a file
+only if it still holds the bytes that were read, through a temporary file in the same
+directory and a rename, so a reader never sees half a file; the file keeps its mode,
+owner and group, or is not written.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class SourceFile:
     path: str
     data: bytes
     encoding: str
+    #: the file's status, taken before its bytes were read
+    info: os.stat_result | None = None
 
 
 def decode_check(data: bytes) -> str:
@@ -77,7 +81,24 @@ def read_source(path: str) -> SourceFile:
         if exc.errno == errno.ELOOP:
             raise SourceError("symbolic link loop") from None
         raise SourceError(exc.strerror or str(exc)) from None
-    return SourceFile(path, data, decode_check(data))
+    return SourceFile(path, data, decode_check(data), info)
+
+
+def _keep_owner_and_mode(fd: int, original: os.stat_result) -> None:
+    """Give the temporary file ``fd`` the original's owner, group and mode (in that
+    order: a change of owner clears set-user-ID bits). Raises :class:`SourceError` where
+    the owner or group cannot be kept (a file of another user, written by a non-root
+    user): the rename would hand the file to whoever ran the fix."""
+    mine = os.fstat(fd)
+    if (mine.st_uid, mine.st_gid) != (original.st_uid, original.st_gid):
+        try:
+            os.fchown(fd, original.st_uid, original.st_gid)
+        except PermissionError:
+            raise SourceError(
+                f"cannot keep the file's owner and group ({original.st_uid}:{original.st_gid}); "
+                "not overwritten"
+            ) from None
+    os.fchmod(fd, stat.S_IMODE(original.st_mode))
 
 
 class ChangedOnDisk(SourceError):
@@ -98,7 +119,7 @@ def write_atomic(path: str, expected: bytes, new: bytes) -> None:
         with open(real, "rb") as handle:
             if handle.read() != expected:
                 raise ChangedOnDisk("file changed on disk since it was read; not overwritten")
-        mode = stat.S_IMODE(os.stat(real).st_mode)
+        info = os.stat(real)
         fd, temporary = tempfile.mkstemp(
             prefix=f".{os.path.basename(real)}.", suffix=".gradgate", dir=directory
         )
@@ -106,10 +127,10 @@ def write_atomic(path: str, expected: bytes, new: bytes) -> None:
         raise SourceError(f"cannot write: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
+            _keep_owner_and_mode(handle.fileno(), info)
             handle.write(new)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
         # last check right before the rename: a concurrent writer wins, we back off
         with open(real, "rb") as handle:
             if handle.read() != expected:
@@ -120,3 +141,118 @@ def write_atomic(path: str, expected: bytes, new: bytes) -> None:
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+# -- fixed text back to bytes ----------------------------------------------------------
+_BLOCK = 4096
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of ``a`` and ``b``."""
+    limit = min(len(a), len(b))
+    start = 0
+    while start < limit and a[start:start + _BLOCK] == b[start:start + _BLOCK]:
+        start += _BLOCK
+    low, high = start, min(limit, start + _BLOCK)
+    while low < high:  # a[:low] == b[:low]; find the first difference in the block
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """Length of the longest common suffix of ``a`` and ``b``, at most ``limit``."""
+    n = 0
+    while n < limit:
+        step = min(_BLOCK, limit - n)
+        if a[len(a) - n - step:len(a) - n] == b[len(b) - n - step:len(b) - n]:
+            n += step
+            continue
+        low, high = 0, step  # the first `low` characters before `n` agree
+        while low < high:
+            middle = (low + high + 1) // 2
+            if a[len(a) - n - middle:len(a) - n] == b[len(b) - n - middle:len(b) - n]:
+                low = middle
+            else:
+                high = middle - 1
+        return n + low
+    return n
+
+
+def _byte_offset(data: bytes, text: str, offset: int, encoding: str, whole_lines: bool,
+                 upward: bool) -> tuple[int, int]:
+    """A boundary in ``data`` (which decodes to ``text``) at or next to the character
+    ``offset``, as (byte offset, character offset). The start of the offset's line is
+    found by counting LF bytes; then (unless ``whole_lines``) the characters before the
+    offset on that line are decoded one byte at a time. Where that fails (a stateful
+    encoding) or ``whole_lines`` is asked, the boundary is the line start (or, ``upward``,
+    the next line's start)."""
+    import codecs
+
+    line_start = text.rfind("\n", 0, offset) + 1
+    position = 0
+    for _ in range(text.count("\n", 0, line_start)):
+        position = data.index(b"\n", position) + 1
+    wanted = offset - line_start
+    if wanted == 0:
+        return position, offset
+    if not whole_lines:
+        decoder = codecs.getincrementaldecoder(encoding)()
+        produced = 0
+        for end in range(position, len(data)):
+            produced += len(decoder.decode(data[end:end + 1]))
+            if produced == wanted:
+                return end + 1, offset
+            if produced > wanted or data[end] == 0x0A:
+                break
+    if not upward:
+        return position, line_start
+    newline = text.find("\n", offset)
+    if newline < 0:
+        return len(data), len(text)
+    return data.index(b"\n", position) + 1, newline + 1
+
+
+def encode_fixed(original: bytes, original_text: str, fixed_text: str, encoding: str) -> bytes:
+    """The bytes of ``fixed_text``: ``original`` (which decodes to ``original_text``)
+    kept byte for byte outside the region where the two texts differ, only the new middle
+    encoded. Encodings whose decoding is not the identity of encoding (cp932's duplicate
+    codes, utf-7's choice of shifts) so keep every byte outside the edit.
+
+    The changed region is the texts' common prefix and suffix, widened to a character
+    boundary that decodes on its own; where a stateful encoding (utf-7) does not decode
+    back to ``fixed_text`` spliced at characters, whole lines are spliced instead, and as a
+    last resort the whole text is encoded. The result always decodes to ``fixed_text``.
+    Raises :class:`SourceError` when the new text cannot be encoded at all.
+    """
+    import codecs
+
+    name = codecs.lookup(encoding).name
+    if name == "utf-8":  # decode . encode is the identity: nothing to preserve by hand
+        return fixed_text.encode("utf-8")
+    if name == "utf-8-sig":
+        bom = codecs.BOM_UTF8 if original.startswith(codecs.BOM_UTF8) else b""
+        return bom + fixed_text.encode("utf-8")
+    if original_text == fixed_text:
+        return original
+    prefix = _common_prefix(original_text, fixed_text)
+    suffix = _common_suffix(original_text, fixed_text, min(len(original_text), len(fixed_text)) - prefix)
+    for whole_lines in (False, True):
+        try:
+            start, start_char = _byte_offset(original, original_text, prefix, name, whole_lines, False)
+            end, end_char = _byte_offset(
+                original, original_text, len(original_text) - suffix, name, whole_lines, True
+            )
+            middle = fixed_text[start_char:len(fixed_text) - (len(original_text) - end_char)]
+            spliced = original[:start] + middle.encode(name) + original[end:]
+            if spliced.decode(name) == fixed_text:
+                return spliced
+        except (UnicodeError, ValueError):  # ValueError: LF bytes and characters disagree
+            continue
+    try:
+        return fixed_text.encode(name)
+    except UnicodeError as exc:
+        raise SourceError(f"cannot encode the fixed text as {encoding}: {exc}") from None

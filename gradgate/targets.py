@@ -16,7 +16,7 @@ Paths that do not exist come back as targets with an ``error``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from .discovery import _excluded, discover
@@ -127,11 +127,13 @@ def collect(
     force_exclude: bool = True,
     respect_gitignore: bool = True,
     exclude: tuple[str, ...] = (),
+    skipped: Callable[[str, str], None] | None = None,
 ) -> list[Target]:
     """The files under ``paths`` to check, in discovery order, each once.
 
     ``exclude`` (the command line's globs) also prunes the walk, as before per-file
     settings; it is part of every file's settings through the resolver's override.
+    ``skipped(path, reason)`` hears of the paths discovery left out on purpose.
     Raises :class:`~gradgate.config.ConfigError` for an invalid configuration file.
     """
     gitignore = GitIgnore() if respect_gitignore else None
@@ -146,6 +148,10 @@ def collect(
             if key in seen:
                 continue
             seen.add(key)
+            if getattr(item, "skipped", None) is not None:
+                if skipped is not None:
+                    skipped(item.path, item.skipped)
+                continue
             if item.error is not None:
                 targets.append(Target(shown, None, item.error))
                 continue

@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-import ast
-
-from gradgate import lazycst as cst
 from gradgate.rule import Invalid, Rule, Valid
-from gradgate.semantic import Polarity, own_nodes
-
-AUTOGRAD_FUNCTION_BASES = frozenset(
-    {"torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction"}
-)
 
 
 class GradModeReadInAutogradFunctionForward(Rule):
@@ -116,23 +108,19 @@ class GradModeReadInAutogradFunctionForward(Rule):
         ),
     ]
 
+    DECISIONS = frozenset({"function-forward-read"})
+    FIXES = False
+
     @classmethod
-    def candidate(cls, statement, model, scope) -> bool:
-        return cls._in_function_forward(model, scope) and any(
-            isinstance(node, ast.Call) and model.polarity(node, scope) is not Polarity.NONE
-            for node in own_nodes(statement)
-        )
+    def judge(cls, decision, bdd) -> bool:
+        return True
 
-    @staticmethod
-    def _in_function_forward(model, scope) -> bool:
-        found = model.enclosing_class_bases(scope)
-        return found is not None and found[0] == "forward" and any(
-            base in AUTOGRAD_FUNCTION_BASES for base in found[1]
-        )
+    @classmethod
+    def entries(cls, analysis, decision):
+        from gradgate.model.analysis import Entry
 
-    def visit_Call(self, node: cst.Call) -> None:
-        grad = self.context.grad
-        if grad.polarity(node) is Polarity.NONE:
-            return
-        if self._in_function_forward(self.context.model, grad.scope(node)):
-            self.report(node)
+        result = analysis.results.get(decision.function)
+        found = result.origins.get(decision.node) if result is not None else None
+        if found is None:
+            return []
+        return [Entry(decision, decision.node, found[0], False, (), ())]

@@ -2,27 +2,7 @@
 
 from __future__ import annotations
 
-import ast
-import re
-
-from gradgate import lazycst as cst
-
-from gradgate.boolchain import conjuncts, is_and
-from gradgate.gates import contains_direct_call, strip_not
 from gradgate.rule import Invalid, Rule, Valid
-from gradgate.semantic import Polarity, direct_nodes, own_nodes
-
-_TRAINING = re.compile(r"^(is_)?train(ing)?(_mode)?$")
-_MODE_SWITCHES = frozenset({"eval", "train"})
-
-
-def _is_training_flag(node: cst.BaseExpression) -> bool:
-    name = node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else None
-    return name is not None and bool(_TRAINING.match(name))
-
-
-def _switches_mode(call: cst.Call) -> bool:
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value in _MODE_SWITCHES
 
 
 class ForwardNumericsChosenByGradMode(Rule):
@@ -95,48 +75,13 @@ class ForwardNumericsChosenByGradMode(Rule):
         ),
     ]
 
+    DECISIONS = frozenset({"mode", "mode-switch"})
+    FIXES = False
+
     @classmethod
-    def candidate(cls, statement, model, scope) -> bool:
-        if isinstance(statement, ast.If) and any(
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MODE_SWITCHES
-            for node in direct_nodes(statement.body)
-        ):
-            return True
-        for node in own_nodes(statement):
-            if not isinstance(node, ast.Call):
-                continue
-            for value in [*node.args, *(k.value for k in node.keywords)]:
-                if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.And) and any(
-                    _TRAINING.match(getattr(v, "attr", getattr(v, "id", "")) or "") for v in value.values
-                ):
-                    return True
-        return False
-
-    def visit_Call(self, node: cst.Call) -> None:
-        grad = self.context.grad
-        for argument in node.args:
-            value = argument.value
-            if not is_and(value):
-                continue
-            operands = list(conjuncts(value))
-            if not any(_is_training_flag(o) for o in operands):
-                continue
-            for operand in operands:
-                if grad.polarity(operand) is Polarity.GRAD:
-                    self.report(
-                        operand,
-                        "training mode conjoined with grad mode "
-                        f"(`{self.context.module.code_for_node(operand).strip()}`) chooses the "
-                        "forward's numerics: reentrant checkpointing then recomputes a different forward",
-                    )
-
-    def visit_If(self, node: cst.If) -> None:
-        read = strip_not(node.test)
-        if self.context.grad.polarity(read) is Polarity.NONE:
-            return
-        if contains_direct_call(node.body, _switches_mode):
-            self.report(
-                read,
-                f"module mode switched on grad mode (`{self.context.module.code_for_node(read).strip()}`): "
-                "the forward's numerics (dropout, norms) differ under torch.no_grad()",
-            )
+    def describe(cls, decision, read: str) -> str:
+        if decision.kind == "mode-switch":
+            return (f"module mode switched on grad mode (`{read}`): "
+                    "the forward's numerics (dropout, norms) differ under torch.no_grad()")
+        return (f"training mode conjoined with grad mode (`{read}`) chooses the forward's numerics: "
+                "reentrant checkpointing then recomputes a different forward")

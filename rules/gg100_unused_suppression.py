@@ -59,7 +59,3 @@ class UnusedSuppression(Rule):
         Invalid("x = 1  # note  # gradgate: ignore\n", line=1, column=16),
         Invalid("y = 2\nx = 1  # gradgate: ignore[GG999]\n", line=2, column=8),
     ]
-
-    @classmethod
-    def candidate(cls, statement, model, scope) -> bool:
-        return False  # the engine reports unused suppressions itself

@@ -97,3 +97,16 @@ def te_copy(te_sources, tmp_path) -> Path:
     target = tmp_path / "te"
     shutil.copytree(te_sources, target)
     return target
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_user_cache(tmp_path_factory):
+    """The tests' CLI runs cache results (and keep the cache's secret key) in a folder of
+    their own, not in the user's ~/.cache/gradgate."""
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = saved

@@ -25,7 +25,8 @@ BUGGY = (b"def f(ub_overlap_ag, is_grad_enabled, x):\n"
          b"    return ub_overlap_ag\n")
 BUGGY_FIXED = BUGGY.replace(b" and is_grad_enabled", b"")
 CLEAN = b"def f(ub_overlap_ag, x):\n    return ub_overlap_ag and x\n"
-UNFIXABLE = b"def f(ub_overlap_ag, is_grad_enabled):\n    ub_overlap_ag &= is_grad_enabled\n"
+#: grad mode forcing the flag on: a finding with no operand to drop (report only)
+UNFIXABLE = b"def f(ub_overlap_ag, is_grad_enabled):\n    ub_overlap_ag = ub_overlap_ag or is_grad_enabled\n"
 
 
 def _temporaries(directory: Path) -> list[str]:
@@ -90,7 +91,7 @@ def test_write_atomic_concurrent_change_during_write_wins(tmp_path, monkeypatch)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
 
 
-@pytest.mark.parametrize("failing", ["replace", "chmod", "fdopen", "mkstemp"])
+@pytest.mark.parametrize("failing", ["replace", "fchmod", "fdopen", "mkstemp"])
 def test_write_atomic_io_failure_leaves_original_and_no_temporary(tmp_path, monkeypatch, failing):
     import tempfile
 
@@ -100,7 +101,7 @@ def test_write_atomic_io_failure_leaves_original_and_no_temporary(tmp_path, monk
     def boom(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    target = {"replace": (os, "replace"), "chmod": (os, "chmod"), "fdopen": (os, "fdopen"),
+    target = {"replace": (os, "replace"), "fchmod": (os, "fchmod"), "fdopen": (os, "fdopen"),
               "mkstemp": (tempfile, "mkstemp")}[failing]
     monkeypatch.setattr(*target, boom)
     with pytest.raises(SourceError) as info:
@@ -176,30 +177,17 @@ def test_fix_skips_file_changed_since_it_was_read(tmp_path, monkeypatch):
 
 
 def test_fix_not_written_when_result_does_not_parse(tmp_path, monkeypatch):
-    """Force every replacement to produce invalid code (the keyword ``if`` in place of
-    an expression): the file is left unchanged and the error is reported."""
+    """Force every operand removal to produce invalid code (the keyword ``if`` in place
+    of an expression): the file is left unchanged and the error is reported."""
     import libcst as cst
 
-    import gradgate.rule as rule
+    import gradgate.fixes as fixes
+    from gradgate.boolchain import Removal
 
-    real = rule.Replacement
+    def broken(chain, operand):
+        return Removal(chain, cst.Name("if"))
 
-    def broken(original, new):
-        return real(original, cst.Name("if") if isinstance(new, cst.BaseExpression) else new)
-
-    patched = 0
-    for name, module in list(sys.modules.items()):
-        if name.startswith("gradgate") and getattr(module, "Replacement", None) is real and module is not rule:
-            monkeypatch.setattr(module, "Replacement", broken)
-            patched += 1
-    from gradgate.rule import all_rules
-
-    for r in all_rules():
-        module = sys.modules[r.__module__]
-        if getattr(module, "Replacement", None) is real:
-            monkeypatch.setattr(module, "Replacement", broken)
-            patched += 1
-    assert patched
+    monkeypatch.setattr(fixes, "remove_operand", broken)
     (tmp_path / "m.py").write_bytes(BUGGY)
     (tmp_path / "clean.py").write_bytes(CLEAN)
     code, stdout, stderr = _invoke("fix", ".", cwd=tmp_path)

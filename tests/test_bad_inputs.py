@@ -250,9 +250,8 @@ def test_syntax_error_in_a_file_that_never_mentions_grad_mode(tmp_path):
 
 def test_a_file_libcst_cannot_parse_whole_is_checked_and_fixed_by_its_statements(tmp_path):
     """CPython accepts a backslash-CRLF as a file's last line; LibCST's tokenizer does
-    not (found by tests/fuzz.py). The fast path hands LibCST only the flagged statement,
-    so it reports and fixes it; ``--no-prefilter`` hands LibCST the whole file and
-    reports the file as unreadable instead."""
+    not (found by tests/fuzz.py). The analysis needs no LibCST, so both paths report it;
+    a fix hands LibCST only the statement it changes, so it is fixed too."""
     source = (
         b"def f(ub_overlap_ag, is_grad_enabled):\n"
         b"    ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n"
@@ -263,14 +262,12 @@ def test_a_file_libcst_cannot_parse_whole_is_checked_and_fixed_by_its_statements
     fast = run_cli("check", "--format", "json", "--no-cache", "t.py", cwd=tmp_path)
     assert (fast.returncode, fast.stderr) == (1, b"")
     assert [(f["line"], f["column"], f["fixable"]) for f in json.loads(fast.stdout)] == [(2, 39, True)]
-    full = run_cli("check", "--no-prefilter", "--no-cache", "t.py", cwd=tmp_path)
-    assert full.returncode == 2
-    assert _errors(full.stderr) == {
-        "t.py": "syntax error at 1:1: tokenizer error: unexpected end of file after a line continuation"
-    }
+    full = run_cli("check", "--format", "json", "--no-prefilter", "--no-cache", "t.py", cwd=tmp_path)
+    assert (full.returncode, full.stderr, full.stdout) == (1, b"", fast.stdout)
     fixed = run_cli("fix", "--no-cache", "t.py", cwd=tmp_path)
     assert fixed.returncode == 0, fixed.stderr
-    assert (tmp_path / "t.py").read_bytes() == source.replace(b" and is_grad_enabled", b"")
+    # `ub_overlap_ag = ub_overlap_ag` would be left: the statement goes
+    assert (tmp_path / "t.py").read_bytes() == source.replace(b"    ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n", b"")
 
 
 def test_valid_python_libcst_cannot_represent_is_an_error_only_where_it_is_needed(tmp_path):
@@ -289,19 +286,19 @@ def test_valid_python_libcst_cannot_represent_is_an_error_only_where_it_is_neede
     (tmp_path / "flagged.py").write_text(flagged)
     (tmp_path / "elsewhere.py").write_text(elsewhere)
     message = "LibCST cannot parse this file: Must have at least one space around boolean operator."
-    for command in ("check", "fix"):
-        result = run_cli(command, "--no-cache", "flagged.py", cwd=tmp_path)
-        assert result.returncode == 2
-        assert _errors(result.stderr) == {"flagged.py": message}
-        assert (tmp_path / "flagged.py").read_text() == flagged
-    fast = run_cli("check", "--format", "json", "--no-cache", "elsewhere.py", cwd=tmp_path)
-    assert (fast.returncode, fast.stderr) == (1, b"")
-    assert [(f["line"], f["column"]) for f in json.loads(fast.stdout)] == [(3, 39)]
-    full = run_cli("check", "--no-prefilter", "--no-cache", "elsewhere.py", cwd=tmp_path)
-    assert (full.returncode, _errors(full.stderr)) == (2, {"elsewhere.py": message})
+    # a check never needs LibCST: both are checked
+    for name, line, column in (("flagged.py", 2, 58), ("elsewhere.py", 3, 39)):
+        for flags in ((), ("--no-prefilter",)):
+            check = run_cli("check", "--format", "json", "--no-cache", *flags, name, cwd=tmp_path)
+            assert (check.returncode, check.stderr) == (1, b"")
+            assert [(f["line"], f["column"]) for f in json.loads(check.stdout)] == [(line, column)]
+    result = run_cli("fix", "--no-cache", "flagged.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert _errors(result.stderr) == {"flagged.py": message}
+    assert (tmp_path / "flagged.py").read_text() == flagged
     fixed = run_cli("fix", "--no-cache", "elsewhere.py", cwd=tmp_path)
     assert fixed.returncode == 0, fixed.stderr
-    assert (tmp_path / "elsewhere.py").read_text() == elsewhere.replace(" and is_grad_enabled\n", "\n")
+    assert (tmp_path / "elsewhere.py").read_text() == elsewhere.replace("    ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n", "")
 
 
 def test_missing_path_alone(tmp_path):
@@ -399,23 +396,23 @@ VALID_INPUTS = [
     Valid("mixed_crlf_lf", _mixed(BUGGY, (b"\n", b"\r\n")), [(2, 39)], _mixed(BUGGY_FIXED, (b"\n", b"\r\n"))),
     Valid("mixed_with_lone_cr", _mixed(BUGGY, (b"\r\n", b"\r", b"\n")), [(2, 39)],
           _mixed(BUGGY_FIXED, (b"\r\n", b"\r", b"\n"))),
-    Valid("lone_cr_top_level", b"ub_overlap_ag = ub_overlap_ag and is_grad_enabled\rx = 1\r", [(1, 35)],
-          b"ub_overlap_ag = ub_overlap_ag\rx = 1\r"),
+    Valid("lone_cr_top_level", b"ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\rx = 1\r", [(1, 35)],
+          b"ub_overlap_ag = ub_overlap_ag and x\rx = 1\r"),
     Valid("lone_cr_old_mac", BUGGY.replace(b"\n", b"\r"), [(2, 39)], BUGGY_FIXED.replace(b"\n", b"\r")),
     Valid("tabs", BUGGY.replace(b"    ", b"\t"), [(2, 36)], BUGGY_FIXED.replace(b"    ", b"\t")),
-    Valid("tabs_and_spaces", b"if 1:\n\tif 2:\n\t        ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n",
-          [(3, 44)], b"if 1:\n\tif 2:\n\t        ub_overlap_rs = ub_overlap_rs\n"),
-    Valid("form_feed", b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled()\n",
-          [(4, 40)], b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c    ub_overlap_ag = ub_overlap_ag\n"),
+    Valid("tabs_and_spaces", b"if 1:\n\tif 2:\n\t        ub_overlap_rs = ub_overlap_rs and is_grad_enabled and x\n",
+          [(3, 44)], b"if 1:\n\tif 2:\n\t        ub_overlap_rs = ub_overlap_rs and x\n"),
+    Valid("form_feed", b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled() and x\n",
+          [(4, 40)], b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c    ub_overlap_ag = ub_overlap_ag and x\n"),
     Valid("no_final_newline", BUGGY.rstrip(b"\n"), [(2, 39)], BUGGY_FIXED.rstrip(b"\n")),
-    Valid("no_final_newline_on_finding", b"x = 1\r\nub_overlap_ag = ub_overlap_ag and is_grad_enabled",
-          [(2, 35)], b"x = 1\r\nub_overlap_ag = ub_overlap_ag"),
+    Valid("no_final_newline_on_finding", b"x = 1\r\nub_overlap_ag = ub_overlap_ag and is_grad_enabled and x",
+          [(2, 35)], b"x = 1\r\nub_overlap_ag = ub_overlap_ag and x"),
     Valid("trailing_whitespace_and_backslash",
-          b"ub_overlap_ag = ub_overlap_ag \\\n    and is_grad_enabled   \n",
-          [(2, 9)], b"ub_overlap_ag = ub_overlap_ag   \n"),
+          b"ub_overlap_ag = ub_overlap_ag \\\n    and is_grad_enabled and x   \n",
+          [(2, 9)], b"ub_overlap_ag = ub_overlap_ag and x   \n"),
     Valid("blank_lines_at_eof_without_newline",
-          b"if a: pass\nelse: ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n\n  \n\t", [(2, 41)],
-          b"if a: pass\nelse: ub_overlap_ag = ub_overlap_ag\n\n  \n\t"),
+          b"if a: pass\nelse: ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\n\n  \n\t", [(2, 41)],
+          b"if a: pass\nelse: ub_overlap_ag = ub_overlap_ag and x\n\n  \n\t"),
     Valid("clean_100k_lines", BIG_PREFIX, []),
     Valid("hundred_k_lines", BIG_PREFIX + BUGGY, [(100_002, 39)], BIG_PREFIX + BUGGY_FIXED),
 ]

@@ -59,9 +59,15 @@ def test_json_output(tree):
             "(`is_grad_enabled`): under torch.no_grad() the requested path is silently dropped",
             "fixable": True,
             "applicability": "safe",
-            # the fix as a text edit: `ub_overlap_ag and is_grad_enabled` -> `ub_overlap_ag`
-            "fix": {"line": 2, "column": 21, "end_line": 2, "end_column": 54, "content": "ub_overlap_ag"},
-            "flow": [],
+            # the fix as the smallest text edit: `is_grad_enabled and ` goes
+            "fix": {"line": 2, "column": 39, "end_line": 2, "end_column": 59, "content": ""},
+            # how grad mode got there: its capture, then the decision
+            "flow": [
+                {"path": f"pkg{os.sep}buggy.py", "line": 1, "column": 22,
+                 "message": "parameter `is_grad_enabled` taken as grad mode (no caller in the module supplies it)"},
+                {"path": f"pkg{os.sep}buggy.py", "line": 2, "column": 39,
+                 "message": "grad mode decides `ub_overlap_ag` here"},
+            ],
         }
     ]
 
@@ -71,7 +77,11 @@ def test_show_source(tree):
     lines = result.stdout.decode().splitlines()
     assert lines[1] == "        ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x"
     assert lines[2] == "    " + " " * 38 + "^" * 15
-    assert lines[3] == "    help: remove the grad-mode operand (`gradgate fix`)"
+    assert lines[3:6] == [
+        "    note: pkg/buggy.py:1:22: parameter `is_grad_enabled` taken as grad mode (no caller in the module supplies it)",
+        "    note: pkg/buggy.py:2:39: grad mode decides `ub_overlap_ag` here",
+        "    help: remove the grad-mode operand (`gradgate fix`)",
+    ]
 
 
 def test_unparsable_file_exit_2_and_others_still_reported(tree):
@@ -116,11 +126,11 @@ def test_fix_writes_and_reports_counts(tree):
 
 def test_fix_exit_1_when_findings_are_left(tree):
     (tree / "pkg" / "left.py").write_bytes(
-        b"def f(ub_overlap_ag, is_grad_enabled):\n    ub_overlap_ag &= is_grad_enabled\n"
+        b"def f(ub_overlap_ag, is_grad_enabled):\n    ub_overlap_ag = ub_overlap_ag or is_grad_enabled\n"
     )
     result = run_cli("fix", "pkg", cwd=tree)
     assert result.returncode == 1
-    assert f"pkg{os.sep}left.py:2:22: GG001" in result.stdout.decode()
+    assert f"pkg{os.sep}left.py:2:38: GG001" in result.stdout.decode()
     assert "Fixed 1 finding in 1 file; 1 left." in result.stderr.decode()
 
 
@@ -141,7 +151,7 @@ def test_fix_diff_prints_and_writes_nothing(tree):
 def test_rules_and_explain(tree):
     listed = run_cli("rules", cwd=tree)
     assert listed.returncode == 0
-    assert listed.stdout.decode().splitlines()[0].startswith("GG001  forward-comm-flag-gated-on-grad-mode")
+    assert listed.stdout.decode().splitlines()[0].startswith("GG001  forward-comm-gated-on-grad-mode")
     explained = run_cli("explain", "gg001", cwd=tree)
     assert explained.returncode == 0
     text = explained.stdout.decode()

@@ -53,10 +53,11 @@ def test_fix_stdin_writes_the_fixed_code_to_stdout(tree):
     result = run_cli("fix", "--stdin-filename", "pkg/new.py", "-", cwd=tree, input=BUGGY)
     assert (result.returncode, result.stdout) == (0, FIXED)
     assert result.stderr.decode().splitlines() == ["Fixed 1 finding in pkg/new.py", "Fixed 1 finding in 1 file; 0 left."]
-    left = b"def f(ub_overlap_ag, is_grad_enabled):\n    ub_overlap_ag &= is_grad_enabled\n"
-    unfixable = run_cli("fix", "-", cwd=tree, input=left)
+    left = (b"import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+            b"        if torch.is_grad_enabled():\n            ctx.save_for_backward(x)\n        return x\n")
+    unfixable = run_cli("fix", "-", cwd=tree, input=left)  # GG002: report only
     assert (unfixable.returncode, unfixable.stdout) == (1, left)  # the code, unchanged
-    assert "-:2:22: GG001" in unfixable.stderr.decode()
+    assert "-:5:12: GG002" in unfixable.stderr.decode()
 
 
 def test_stdin_with_other_paths_is_a_usage_error(tree):
@@ -138,7 +139,7 @@ def test_output_file_quiet_and_statistics(tree):
     assert (result.returncode, result.stdout, result.stderr) == (1, b"", b"")
     assert (tree / "report.txt").read_text() == f"pkg/buggy.py:2:39: GG001 {MESSAGE}\n"
     stats = run_cli("check", "--statistics", "-q", "pkg", cwd=tree)
-    assert stats.stdout == b"1\tGG001\t[*] forward-comm-flag-gated-on-grad-mode\n"
+    assert stats.stdout == b"1\tGG001\t[*] forward-comm-gated-on-grad-mode\n"
     quiet_fix = run_cli("fix", "-q", "--diff", "pkg", cwd=tree)
     assert quiet_fix.returncode == 1 and quiet_fix.stderr == b"" and quiet_fix.stdout.startswith(b"--- a/pkg/buggy.py")
 
@@ -147,10 +148,10 @@ def test_show_fixes(tree):
     check = run_cli("check", "--show-fixes", "pkg", cwd=tree)
     assert check.stdout.decode().splitlines()[1:3] == [
         "    help: remove the grad-mode operand (`gradgate fix`)",
-        "    fix: replace 2:21-2:54 with `ub_overlap_ag`",
+        "    fix: replace 2:39-2:59 with ``",
     ]
     fixed = run_cli("fix", "--show-fixes", "pkg", cwd=tree)
-    assert "pkg/buggy.py:\n    1 \u00d7 GG001 (forward-comm-flag-gated-on-grad-mode)\n" in fixed.stderr.decode()
+    assert "pkg/buggy.py:\n    1 \u00d7 GG001 (forward-comm-gated-on-grad-mode)\n" in fixed.stderr.decode()
 
 
 def test_colour_only_when_asked_or_on_a_terminal(tree):
@@ -199,15 +200,14 @@ def test_unsafe_fixes_reach_the_engine_and_count(tree, monkeypatch):
 
 
 # -- formats -------------------------------------------------------------------------------
-def test_text_keeps_one_finding_per_line(tree):
-    (tree / "pkg" / "buggy.py").write_bytes(
-        b"import torch\ndef f(ub_overlap_ag, x):\n    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled(\n    )\n")
-    result = run_cli("check", "pkg", cwd=tree)
-    lines = result.stdout.decode().splitlines()
-    assert lines[0] == ("pkg/buggy.py:3:39: GG001 forward communication flag `ub_overlap_ag` is gated on grad "
-                        "mode (`torch.is_grad_enabled(\\n)`): under torch.no_grad() the requested path is "
-                        "silently dropped")
-    assert len(lines) == 2
+def test_text_keeps_one_finding_per_line():
+    """A message quoting multi-line code (or a path with a newline) stays on one line."""
+    from gradgate.reporters import render_text
+    from gradgate.results import Finding
+
+    finding = Finding(path="a\nb.py", rule="GG001", message="gated on (`torch.is_grad_enabled(\n)`)",
+                      line=3, column=39, end_line=4, end_column=6)
+    assert render_text([finding]) == "a\\nb.py:3:39: GG001 gated on (`torch.is_grad_enabled(\\n)`)\n"
 
 
 def test_junit(tree):

@@ -53,8 +53,9 @@ def test_sarif_validates_against_the_oasis_schema(project):
     ] == [("GG001", "src/model.py", 4, 39), ("GG001", "src/model.py", 5, 39)]
     fix = run["results"][1]["fixes"][0]["artifactChanges"][0]["replacements"][0]
     assert fix == {
-        "deletedRegion": {"startLine": 5, "startColumn": 21, "endLine": 5, "endColumn": 62},
-        "insertedContent": {"text": "ub_overlap_rs"},
+        # `ub_overlap_rs = ub_overlap_rs` would be left: the statement goes
+        "deletedRegion": {"startLine": 5, "startColumn": 5, "endLine": 6, "endColumn": 5},
+        "insertedContent": {"text": ""},
     }
     assert run["invocations"][0]["executionSuccessful"] is False
     assert run["columnKind"] == "unicodeCodePoints"

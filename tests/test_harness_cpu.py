@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from gradgate.harness import cli as harness_cli
 from gradgate.harness import launcher, overlay, report
 from gradgate.harness.cases import DEFAULT_PERF_SHAPES, parse_perf_shapes
 
@@ -55,8 +56,9 @@ def test_launcher_and_lint_path_import_without_torch(tmp_path):
         "    return ub_overlap_ag\n"
     )
     code = BLOCK_TORCH + (
-        "import gradgate.cli, gradgate.engine, gradgate.harness, gradgate.harness.launcher\n"
+        "import gradgate.cli, gradgate.engine, gradgate.harness, gradgate.harness.launcher, gradgate.harness.cli\n"
         "import gradgate.harness.overlay, gradgate.harness.report, gradgate.harness.cases\n"
+        "import gradgate.witness, gradgate.witness.cli, gradgate.witness.report, gradgate.witness.cases\n"
         "from gradgate.cli import cli\n"
         "try:\n"
         f"    cli.main(['check', {str(tmp_path / 'm.py')!r}], prog_name='gradgate')\n"
@@ -69,9 +71,10 @@ def test_launcher_and_lint_path_import_without_torch(tmp_path):
     assert proc.stdout.splitlines()[-2:] == ["exit 1", "[]"]
 
 
-def test_no_module_outside_the_harness_imports_torch():
+def test_no_module_outside_the_harness_and_witness_imports_torch():
     offenders = []
-    files = [p for p in (ROOT / "gradgate").rglob("*.py") if "harness" not in p.relative_to(ROOT).parts]
+    files = [p for p in (ROOT / "gradgate").rglob("*.py")
+             if not {"harness", "witness"} & set(p.relative_to(ROOT).parts)]
     files += list((ROOT / "rules").rglob("*.py"))
     for path in files:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -84,16 +87,25 @@ def test_no_module_outside_the_harness_imports_torch():
     assert files and offenders == []
 
 
-def test_harness_modules_that_import_torch_are_only_the_rank_side():
-    harness_dir = ROOT / "gradgate" / "harness"
+def _torch_importing(folder: Path) -> set[str]:
     importing = set()
-    for path in harness_dir.glob("*.py"):
+    for path in folder.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 if any(n.split(".")[0] in ("torch", "transformer_engine") for n in names):
                     importing.add(path.name)
-    assert importing == {"rank.py", "probe.py"}
+    return importing
+
+
+def test_harness_modules_that_import_torch_are_only_the_rank_side():
+    assert _torch_importing(ROOT / "gradgate" / "harness") == {
+        "probe.py", "rank_setup.py", "rank_cases.py", "rank_perf.py"}
+
+
+def test_witness_modules_that_import_torch_are_only_the_recording_side():
+    assert _torch_importing(ROOT / "gradgate" / "witness") == {
+        "collectives.py", "compare.py", "modes.py", "pytest_plugin.py", "rank.py", "recorder.py"}
 
 
 # -- overlay from the real TE 2.20.2 wheel -----------------------------------------------
@@ -188,6 +200,7 @@ def test_overlay_copies_links_and_replaces(tmp_path):
     root = tmp_path / "ov"
     (root / "transformer_engine").mkdir(parents=True)
     (root / "transformer_engine" / "stale.py").write_text("old\n")
+    (root / ".gradgate-overlay").write_text("")  # an overlay gradgate built before
 
     built = overlay.build_overlay(pkg, root)
 
@@ -228,7 +241,7 @@ def _rank_args(variant: str, output: str, perf: bool, nproc_perf_shapes: str = D
         "--result-file", f"{output}/raw-{variant}.json",
         "--modules", "LayerNormLinear,LayerNormMLP",
         "--recipes", "bf16,fp8_delayed_scaling,fp8_current_scaling,mxfp8,nvfp4",
-        "--modes", "no_grad,grad,checkpoint_reentrant",
+        "--modes", "no_grad,grad,checkpoint_reentrant,checkpoint_non_reentrant",
         "--hidden-size", "1024",
         "--seq-length", "2048",
         "--batch-size", "2",
@@ -254,7 +267,7 @@ def _torchrun(nproc: int, rank_args: list[str]) -> list[str]:
 
 
 def _invoke(args, env=None):
-    return CliRunner().invoke(launcher.harness, args, env=env, catch_exceptions=False)
+    return CliRunner().invoke(harness_cli.harness, args, env=env, catch_exceptions=False)
 
 
 def test_dry_run_both_builds_two_torchrun_lines(tmp_path):
@@ -457,6 +470,41 @@ def test_committed_markdown_is_rendered_from_committed_json(recorded):
     assert len(perf_rows) == 1 and f"| {entry['speedup']:.3f}x (" in perf_rows[0]
     assert md.rstrip().endswith("![speedup of the overlap path under no_grad](speedup.png)")
     assert (VALIDATION / "speedup.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_dry_run_non_reentrant_mode(tmp_path):
+    result = _invoke(["--te", "fixed", "--nproc-per-node", "2", "--output", str(tmp_path), "--dry-run", "--no-perf",
+                      "--modes", "checkpoint_non_reentrant,no_grad"])
+    assert result.exit_code == 0, result.output
+    argv = shlex.split(result.output.split(" ", 1)[1])
+    assert argv[argv.index("--modes") + 1] == "no_grad,checkpoint_non_reentrant"
+
+
+def test_markdown_with_the_non_reentrant_mode(recorded):
+    """A report that ran the fourth mode describes it and gives it its rows, after the reentrant one."""
+    extended = copy.deepcopy(recorded)
+    extended["settings"]["modes"] = ["no_grad", "grad", "checkpoint_reentrant", "checkpoint_non_reentrant"]
+    for case in [c for c in recorded["cases"] if c["mode"] == "checkpoint_reentrant"]:
+        added = copy.deepcopy(case)
+        added["mode"] = "checkpoint_non_reentrant"
+        for forward in added.get("forwards", []):
+            forward.update(grad_enabled=True, overlap_used=True)
+        if "forwards" in added:
+            added["overlap_used"] = True
+        extended["cases"].append(added)
+    md = report.render_markdown(extended)
+    assert ("`checkpoint_non_reentrant` (`torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`, early stop off: "
+            "a first forward with grad, then a full recompute with grad during backward; both must take the overlap path).") in md
+    rows = [line for line in md.splitlines() if line.startswith("| LayerNormLinear | bf16 | checkpoint")]
+    assert rows == [
+        "| LayerNormLinear | bf16 | checkpoint_reentrant | first_forward: **no**, recompute: yes | bitwise | "
+        "first_forward: yes, recompute: yes | bitwise | 0 / 0 | BUG / PASS |",
+        "| LayerNormLinear | bf16 | checkpoint_non_reentrant | first_forward: yes, recompute: yes | bitwise | "
+        "first_forward: yes, recompute: yes | bitwise | 0 / 0 | OK / PASS |",
+    ]
+    assert report.summary_line(extended) == "PASS overall: 24 PASS, 12 BUG, 12 OK, 32 SKIP"
+    assert "non-reentrant checkpointing runs both with grad" in md
+    assert "non-reentrant" not in report.render_markdown(recorded)
 
 
 def test_report_written_with_and_without_matplotlib(recorded, tmp_path, monkeypatch):

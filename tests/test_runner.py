@@ -9,7 +9,7 @@ from conftest import run_cli
 
 from gradgate.config import Config
 from gradgate.discovery import discover
-from gradgate.engine import lint_paths
+from gradgate.engine import lint_file
 from gradgate.runner import RunOptions, run
 
 
@@ -20,7 +20,7 @@ def _key(results):
 def test_workers_cache_and_plain_engine_agree_on_te(te_sources, tmp_path, monkeypatch):
     monkeypatch.chdir(te_sources)
     config = Config()
-    plain = list(lint_paths(["transformer_engine"], config).files)
+    plain = [lint_file(d.path, config) for d in discover(["transformer_engine"])]
     one = list(run(["transformer_engine"], config, RunOptions(jobs=1)))
     two = list(run(["transformer_engine"], config, RunOptions(jobs=2)))
     cache = str(tmp_path / "cache")

@@ -77,9 +77,11 @@ def test_fix_changes_exactly_the_three_predicates(te_copy):
         "        )",
     ]
     old, new = lines(changed[1])
-    assert [i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b] == [388, 389]
+    # line 388 loses its operand; line 389 would read `ub_overlap_rs = ub_overlap_rs`
+    # (pylint W0127 in TE's own CI), so it is deleted instead
+    assert old[:387] == new[:387] and old[389:] == new[388:]
     assert new[387] == "        ub_overlap_ag = ub_overlap_ag and not return_layernorm_output_gathered"
-    assert new[388] == "        ub_overlap_rs = ub_overlap_rs"
+    assert old[388] == "        ub_overlap_rs = ub_overlap_rs and is_grad_enabled"
 
     assert compileall.compile_dir(str(te_copy / "transformer_engine"), quiet=2, legacy=True, force=True)
 
@@ -100,4 +102,4 @@ def test_fix_diff_writes_nothing_and_applies(te_copy):
     diff = result.stdout.decode()
     assert diff.count("\n--- a/") + diff.startswith("--- a/") == 2
     assert "-        ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n" in diff
-    assert "+        ub_overlap_rs = ub_overlap_rs\n" in diff
+    assert "+        ub_overlap_rs" not in diff

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 MODULES = ("LayerNormLinear", "LayerNormMLP")
 RECIPES = ("bf16", "fp8_delayed_scaling", "fp8_current_scaling", "mxfp8", "nvfp4")
-MODES = ("no_grad", "grad", "checkpoint_reentrant")
+MODES = ("no_grad", "grad", "checkpoint_reentrant", "checkpoint_non_reentrant")
 TE_VARIANTS = ("stock", "fixed")
 
 # Recipes that need a Blackwell (compute capability >= 10.0) GPU.

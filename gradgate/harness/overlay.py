@@ -84,14 +84,17 @@ def build_overlay(original_dir: Path, overlay_root: Path) -> Overlay:
     """Copy ``original_dir`` (a transformer_engine package) to ``overlay_root/transformer_engine``.
 
     Shared libraries become symlinks to the (resolved) originals; every other file is copied
-    with its bytes and mode. An existing ``overlay_root/transformer_engine`` is replaced.
+    with its bytes and mode. ``overlay_root`` must be new, empty or an overlay built here
+    before (it holds :data:`MARKER`), whose ``transformer_engine`` is then replaced; it
+    must not lie in the installed package or the folder that holds it (site-packages).
     """
+    from .overlay_safety import claim_overlay_root
+
     original_dir = Path(original_dir).resolve()
     if not (original_dir / "__init__.py").is_file():
         raise OverlayError(f"{original_dir} is not a Python package (no __init__.py)")
     overlay_root = Path(overlay_root).resolve()
-    if overlay_root == original_dir.parent or original_dir in overlay_root.parents:
-        raise OverlayError(f"overlay {overlay_root} would overwrite the installed package")
+    claim_overlay_root(original_dir, overlay_root)
     package_dir = overlay_root / original_dir.name
     if package_dir.is_symlink() or package_dir.is_file():
         package_dir.unlink()

@@ -6,20 +6,25 @@ shard into the UserBuffers buffer with ``fill_userbuffers_buffer_for_all_gather`
 overlap) and (c) hands that communicator to ``general_gemm(..., ub=..., ub_type=AG|RS)``.
 When it does not, none of the three happens and NCCL collectives are used instead.
 
-:class:`OverlapProbe` replaces those three names in the ``layernorm_linear`` and
-``layernorm_mlp`` module namespaces (where the forward looks them up) with counting wrappers
-that call straight through to TE, and brackets each call of a watched module with forward
-hooks, so every call is attributed to the forward (or the backward) that made it. The
-communicator objects themselves are passed to TE untouched (they are pybind objects that the
-C++ GEMM needs), so a call is attributed to a buffer by the name ``get_ub`` fetched it with.
+:class:`OverlapProbe` counts those three calls with the runtime witness's probes
+(:class:`gradgate.witness.probes.Probe`, replaced in the ``layernorm_linear`` and
+``layernorm_mlp`` module namespaces where the forward looks them up, calling straight
+through to TE) and brackets each call of a watched module with forward hooks, so every call
+is attributed to the forward (or the backward) that made it. The communicator objects
+themselves are passed to TE untouched (they are pybind objects that the C++ GEMM needs), so
+a call is attributed to a buffer by the name ``get_ub`` fetched it with. Unlike the
+witness's recorder, no dispatch mode is active: the timed forwards run at full speed.
 
-Imports torch and transformer_engine; only used inside torchrun ranks.
+Imports torch (in :meth:`OverlapProbe.watch`); only used inside torchrun ranks.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
+
+from ..witness.probes import InstalledProbes, Probe
 
 TE_MODULES = (
     "transformer_engine.pytorch.module.layernorm_linear",
@@ -38,8 +43,9 @@ class ForwardRecord:
 
 
 class OverlapProbe:
-    def __init__(self) -> None:
-        self._saved: list[tuple[object, str, object]] = []
+    def __init__(self, te_modules: tuple[str, ...] = TE_MODULES) -> None:
+        self._te_modules = te_modules
+        self._installed: InstalledProbes | None = None
         self._ub_names: dict[int, str] = {}
         self._stack: list[ForwardRecord] = []
         self.forwards: list[ForwardRecord] = []
@@ -47,75 +53,66 @@ class OverlapProbe:
         self._handles: list = []
 
     # -- installation -------------------------------------------------------------------
-    def install(self) -> "OverlapProbe":
-        import importlib
+    def probes(self) -> list[Probe]:
+        """The witness probes: ``get_ub`` (names its communicator), the all-gather fill and
+        the GEMMs that run on a communicator, in each TE module namespace."""
+        out = []
+        for module_name in self._te_modules:
+            out += [
+                Probe(f"{module_name}:get_ub", "get_ub", describe=self._describe_get_ub, on_result=self._name_ub),
+                Probe(f"{module_name}:fill_userbuffers_buffer_for_all_gather", "fill_ag",
+                      describe=self._describe_fill),
+                Probe(f"{module_name}:general_gemm", "gemm", describe=self._describe_gemm),
+            ]
+        return out
 
-        for module_name in TE_MODULES:
-            mod = importlib.import_module(module_name)
-            self._wrap(mod, "get_ub", self._make_get_ub)
-            self._wrap(mod, "fill_userbuffers_buffer_for_all_gather", self._make_fill)
-            self._wrap(mod, "general_gemm", self._make_gemm)
+    def install(self) -> OverlapProbe:
+        self._installed = InstalledProbes(self.probes(), self._record)
         return self
 
     def uninstall(self) -> None:
-        for mod, name, original in reversed(self._saved):
-            setattr(mod, name, original)
-        self._saved.clear()
+        if self._installed is not None:
+            self._installed.uninstall()
+            self._installed = None
         self.clear_hooks()
 
-    def _wrap(self, mod, name: str, factory) -> None:
-        original = getattr(mod, name)
-        self._saved.append((mod, name, original))
-        wrapper = factory(original)
-        wrapper.__wrapped__ = original
-        setattr(mod, name, wrapper)
-
-    def _record(self, key: str) -> None:
+    def _record(self, probe: Probe, detail: str | None) -> None:
+        key = f"{probe.name}:{detail}" if probe.name != "gemm" else str(detail)
         if self._stack:
             self._stack[-1].calls[key] += 1
         else:
             self.outside_forward[key] += 1
 
-    def _name_of(self, ub) -> str:
+    def _name_of(self, ub: Any) -> str:
         return self._ub_names.get(id(ub), "<unknown>")
 
-    def _make_get_ub(self, original):
-        def get_ub(name, *args, **kwargs):
-            ub = original(name, *args, **kwargs)
-            self._ub_names[id(ub)] = name
-            self._record(f"get_ub:{name}")
-            return ub
+    @staticmethod
+    def _describe_get_ub(args: tuple, kwargs: dict) -> str:
+        return str(args[0] if args else kwargs.get("name"))
 
-        return get_ub
+    def _name_ub(self, args: tuple, kwargs: dict, ub: Any) -> None:
+        self._ub_names[id(ub)] = self._describe_get_ub(args, kwargs)
 
-    def _make_fill(self, original):
-        def fill_userbuffers_buffer_for_all_gather(comm, *args, **kwargs):
-            self._record(f"fill_ag:{self._name_of(comm)}")
-            return original(comm, *args, **kwargs)
+    def _describe_fill(self, args: tuple, kwargs: dict) -> str:
+        return self._name_of(args[0] if args else kwargs.get("comm"))
 
-        return fill_userbuffers_buffer_for_all_gather
-
-    def _make_gemm(self, original):
-        def general_gemm(*args, **kwargs):
-            ub = kwargs.get("ub")
-            if ub is not None:
-                ub_type = kwargs.get("ub_type")
-                kind = getattr(ub_type, "name", str(ub_type))
-                self._record(f"gemm_{kind}:{self._name_of(ub)}")
-            return original(*args, **kwargs)
-
-        return general_gemm
+    def _describe_gemm(self, args: tuple, kwargs: dict) -> str | None:
+        ub = kwargs.get("ub")
+        if ub is None:
+            return None  # a plain GEMM: not counted
+        ub_type = kwargs.get("ub_type")
+        return f"gemm_{getattr(ub_type, 'name', str(ub_type))}:{self._name_of(ub)}"
 
     # -- forward bracketing -------------------------------------------------------------
-    def watch(self, module, label: str) -> None:
+    def watch(self, module: Any, label: str) -> None:
         import torch
 
-        def pre_hook(_mod, _inputs):
+        def pre_hook(_mod: Any, _inputs: Any) -> None:
             record = ForwardRecord(module=label, grad_enabled=torch.is_grad_enabled())
             self._stack.append(record)
             self.forwards.append(record)
 
-        def post_hook(_mod, _inputs, _output):
+        def post_hook(_mod: Any, _inputs: Any, _output: Any) -> None:
             if self._stack:
                 self._stack.pop()
 

@@ -6,8 +6,8 @@ Pure Python (matplotlib optional, imported only to draw the plot); no torch.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
+from typing import Any
 
 from .cases import MODES, MODULES, RECIPES, TE_VARIANTS
 
@@ -233,25 +233,38 @@ def _overall_verdict(report: dict) -> str:
     return " ".join(parts)
 
 
-def render_markdown(report: dict, png_name: str | None = REPORT_PNG, png_note: str | None = None) -> str:
-    env = report["environment"]
-    settings = report.get("settings") or {}
-    out: list[str] = []
-    w = out.append
-    w("# gradgate harness report: UserBuffers overlap under grad modes (TransformerEngine #2902)")
-    w("")
-    w(_overall_verdict(report))
-    w("")
-    w("Produced by:")
-    w("")
-    w("```")
-    w(report["command"])
-    w("```")
-    w("")
-    w("## Environment")
-    w("")
-    w("| | |")
-    w("| --- | --- |")
+#: what each mode runs, as the report's "What was checked" section says it
+MODE_TEXT = {
+    "no_grad": "`no_grad` (forward under `torch.no_grad()`)",
+    "grad": "`grad` (forward + backward)",
+    "checkpoint_reentrant": (
+        "`checkpoint_reentrant` (`torch.utils.checkpoint.checkpoint(..., use_reentrant=True)`: a first forward "
+        "under no_grad, then a recompute with grad during backward; both must take the overlap path)"
+    ),
+    "checkpoint_non_reentrant": (
+        "`checkpoint_non_reentrant` (`torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`, early stop off: "
+        "a first forward with grad, then a full recompute with grad during backward; both must take the overlap path)"
+    ),
+}
+
+
+def _header_section(report: dict) -> list[str]:
+    return [
+        "# gradgate harness report: UserBuffers overlap under grad modes (TransformerEngine #2902)",
+        "",
+        _overall_verdict(report),
+        "",
+        "Produced by:",
+        "",
+        "```",
+        report["command"],
+        "```",
+        "",
+    ]
+
+
+def _environment_section(env: dict) -> list[str]:
+    out = ["## Environment", "", "| | |", "| --- | --- |"]
     rows = [
         ("GPUs (= TP size)", f"{env.get('gpus')} x {env.get('gpu_name')} (compute capability {env.get('compute_capability')})"),
         ("torch", f"{env.get('torch')} (CUDA {env.get('cuda')}, NCCL {env.get('nccl')})"),
@@ -262,167 +275,204 @@ def render_markdown(report: dict, png_name: str | None = REPORT_PNG, png_note: s
         rows.append((f"TE imported by the {variant} run", f"`{path}`"))
     for key, value in (env.get("env") or {}).items():
         rows.append((f"`{key}`", f"`{value}`" if value is not None else "unset"))
-    for key, value in rows:
-        w(f"| {key} | {value} |")
-    w("")
+    out += [f"| {key} | {value} |" for key, value in rows]
+    out.append("")
+    return out
 
-    w("## What was checked")
-    w("")
+
+def _checked_section(report: dict) -> list[str]:
+    settings = report.get("settings") or {}
     shape = settings.get("cases_shape") or {}
-    w(
+    modes = [m for m in MODES if m in (settings.get("modes") or MODES)]
+    return [
+        "## What was checked",
+        "",
         "Each case builds the module with the overlap requested and a reference module without it, "
         "copies the weights over (bitwise equal), runs both on the same sequence-parallel input shard "
         f"(global sequence {shape.get('seq', '?')}, batch {shape.get('batch', '?')}, hidden {shape.get('hidden', '?')}, "
-        "BF16 parameters) and compares the output and, where there is a backward, the input and every parameter gradient."
-    )
-    w("")
-    w("- `te.LayerNormLinear(hidden, 3*hidden, parallel_mode=\"column\", sequence_parallel=True, ub_overlap_ag=True, ub_name=\"qkv\")`")
-    w("- `te.LayerNormMLP(hidden, 4*hidden, set_parallel_mode=True, sequence_parallel=True, ub_overlap_ag=True, ub_overlap_rs=True)`")
-    w("- Modes: `no_grad` (forward under `torch.no_grad()`), `grad` (forward + backward), "
-      "`checkpoint_reentrant` (`torch.utils.checkpoint.checkpoint(..., use_reentrant=True)`: a first forward "
-      "under no_grad, then a recompute with grad during backward; both must take the overlap path).")
-    w("- Overlap path observed, not timed: TE's `fill_userbuffers_buffer_for_all_gather`, `get_ub` and "
-      "`general_gemm` are wrapped in the `layernorm_linear` / `layernorm_mlp` module namespaces and calls are "
-      "counted per forward. A forward took the all-gather overlap when it filled the `qkv_fprop` (LayerNormLinear) "
-      "or `fc1_fprop` (LayerNormMLP) UserBuffers buffer and ran the GEMM with `ub_type=AG` on it; LayerNormMLP "
-      "also needs a `ub_type=RS` GEMM on `fc2_fprop` (reduce-scatter overlap).")
-    w("- Match: BF16 must be bitwise equal; FP8 within |test - ref| <= atol + rtol * |ref| elementwise, "
-      "atol 0.0625, rtol 0.125 (the tolerances of TE's own overlap test). Differences are the largest over all ranks.")
-    w("")
+        "BF16 parameters) and compares the output and, where there is a backward, the input and every parameter gradient.",
+        "",
+        "- `te.LayerNormLinear(hidden, 3*hidden, parallel_mode=\"column\", sequence_parallel=True, ub_overlap_ag=True, ub_name=\"qkv\")`",
+        "- `te.LayerNormMLP(hidden, 4*hidden, set_parallel_mode=True, sequence_parallel=True, ub_overlap_ag=True, ub_overlap_rs=True)`",
+        f"- Modes: {', '.join(MODE_TEXT[m] for m in modes)}.",
+        "- Overlap path observed, not timed: TE's `fill_userbuffers_buffer_for_all_gather`, `get_ub` and "
+        "`general_gemm` are wrapped in the `layernorm_linear` / `layernorm_mlp` module namespaces and calls are "
+        "counted per forward. A forward took the all-gather overlap when it filled the `qkv_fprop` (LayerNormLinear) "
+        "or `fc1_fprop` (LayerNormMLP) UserBuffers buffer and ran the GEMM with `ub_type=AG` on it; LayerNormMLP "
+        "also needs a `ub_type=RS` GEMM on `fc2_fprop` (reduce-scatter overlap).",
+        "- Match: BF16 must be bitwise equal; FP8 within |test - ref| <= atol + rtol * |ref| elementwise, "
+        "atol 0.0625, rtol 0.125 (the tolerances of TE's own overlap test). Differences are the largest over all ranks.",
+        "",
+    ]
 
-    fix = report.get("fix")
-    if fix:
-        w("## The fix under test")
-        w("")
-        run = fix.get("run") or {}
-        w(f"The `fixed` run imports an overlay of the installed `transformer_engine` at `{(fix.get('overlay') or {}).get('root')}` "
-          f"(shared libraries symlinked: {len((fix.get('overlay') or {}).get('shared_libraries_linked') or [])}; "
-          f"every other file copied), fixed by gradgate itself:")
-        w("")
-        w("```")
-        w(" ".join(run.get("command") or []))
-        w("```")
-        w("")
-        removed = " (a temporary folder, removed after the run)" if fix.get("overlay_removed_after_run") else ""
-        w(f"Exit code {run.get('exit_code')} ({run.get('meaning')}). Findings before the fix: "
-          f"{_count(run.get('findings_before'))}; after: {_count(run.get('findings_after'))}. "
-          f"Lines changed in the overlay{removed}, diffed against the installed package:")
-        w("")
-        for changed in fix.get("changed_files") or []:
-            spans = "; ".join(
-                f"lines {_span(h['original'])} -> {_span(h['fixed'])}" for h in changed.get("hunks", [])
-            )
-            w(f"- `{changed['path']}`: {spans}")
-        w("")
-        w("```diff")
-        for changed in fix.get("changed_files") or []:
-            w(changed.get("diff", "").rstrip("\n"))
-        w("```")
-        w("")
 
-    w("## Results")
-    w("")
+def _fix_section(fix: dict | None) -> list[str]:
+    if not fix:
+        return []
+    run = fix.get("run") or {}
+    overlay = fix.get("overlay") or {}
+    out = [
+        "## The fix under test",
+        "",
+        f"The `fixed` run imports an overlay of the installed `transformer_engine` at `{overlay.get('root')}` "
+        f"(shared libraries symlinked: {len(overlay.get('shared_libraries_linked') or [])}; "
+        "every other file copied), fixed by gradgate itself:",
+        "",
+        "```",
+        " ".join(run.get("command") or []),
+        "```",
+        "",
+    ]
+    removed = " (a temporary folder, removed after the run)" if fix.get("overlay_removed_after_run") else ""
+    out += [
+        f"Exit code {run.get('exit_code')} ({run.get('meaning')}). Findings before the fix: "
+        f"{_count(run.get('findings_before'))}; after: {_count(run.get('findings_after'))}. "
+        f"Lines changed in the overlay{removed}, diffed against the installed package:",
+        "",
+    ]
+    for changed in fix.get("changed_files") or []:
+        spans = "; ".join(f"lines {_span(h['original'])} -> {_span(h['fixed'])}" for h in changed.get("hunks", []))
+        out.append(f"- `{changed['path']}`: {spans}")
+    out += ["", "```diff"]
+    out += [changed.get("diff", "").rstrip("\n") for changed in fix.get("changed_files") or []]
+    out += ["```", ""]
+    return out
+
+
+def _result_columns(case: dict | None) -> tuple[str, str]:
+    if case is None:
+        return ("-", "-")
+    if "error" in case:
+        return ("error", "error")
+    return (_forwards_text(case), "bitwise" if case.get("bitwise_equal") else _yes(case.get("matches_reference")))
+
+
+def _results_section(report: dict) -> list[str]:
     cases = report["cases"]
     index = _index(cases)
-    w("| module | recipe | mode | stock TE: overlap taken | stock: matches ref | fixed TE: overlap taken | fixed: matches ref | max abs diff (stock / fixed) | verdict (stock / fixed) |")
-    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    out = [
+        "## Results",
+        "",
+        "| module | recipe | mode | stock TE: overlap taken | stock: matches ref | fixed TE: overlap taken | "
+        "fixed: matches ref | max abs diff (stock / fixed) | verdict (stock / fixed) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     skipped_rows = []
     for module, recipe, mode in _ordered_keys(cases):
         stock = index.get((module, recipe, mode, "stock"))
         fixed = index.get((module, recipe, mode, "fixed"))
         any_case = stock or fixed
+        if any_case is None:
+            continue
         if "skipped" in any_case:
             skipped_rows.append((module, recipe, mode, any_case["skipped"]))
             continue
-
-        def cols(c):
-            if c is None:
-                return ("-", "-")
-            if "error" in c:
-                return ("error", "error")
-            return (_forwards_text(c), "bitwise" if c.get("bitwise_equal") else _yes(c.get("matches_reference")))
-
-        s_over, s_match = cols(stock)
-        f_over, f_match = cols(fixed)
+        s_over, s_match = _result_columns(stock)
+        f_over, f_match = _result_columns(fixed)
         diffs = " / ".join(_fmt_diff(c.get("max_abs_diff")) if c else "-" for c in (stock, fixed))
         verdicts = " / ".join(case_verdict(c)[0] if c else "-" for c in (stock, fixed))
-        w(f"| {module} | {recipe} | {mode} | {s_over} | {s_match} | {f_over} | {f_match} | {diffs} | {verdicts} |")
-    w("")
-    w("Overlap column: which forwards took the overlap path (checkpointing has a first forward under no_grad "
-      "and a recompute with grad). `bitwise`: output and gradients equal the reference bit for bit. "
-      "BUG = stock TE drops the requested overlap under no_grad (#2902 reproduced); PASS = fixed TE takes it and matches.")
-    w("")
+        out.append(f"| {module} | {recipe} | {mode} | {s_over} | {s_match} | {f_over} | {f_match} | {diffs} | {verdicts} |")
+    checkpointing = "checkpointing has a first forward under no_grad and a recompute with grad"
+    if any(c["mode"] == "checkpoint_non_reentrant" for c in cases):
+        checkpointing = (
+            "reentrant checkpointing has a first forward under no_grad and a recompute with grad; "
+            "non-reentrant checkpointing runs both with grad"
+        )
+    out += [
+        "",
+        f"Overlap column: which forwards took the overlap path ({checkpointing}). `bitwise`: output and gradients "
+        "equal the reference bit for bit. BUG = stock TE drops the requested overlap under no_grad (#2902 reproduced); "
+        "PASS = fixed TE takes it and matches.",
+        "",
+    ]
     if skipped_rows:
-        w("Skipped:")
-        w("")
+        out += ["Skipped:", ""]
         grouped: dict[tuple[str, str], list[str]] = {}
         for module, recipe, mode, why in skipped_rows:
             grouped.setdefault((recipe, why), []).append(f"{module}/{mode}")
         for (recipe, why), which in grouped.items():
-            w(f"- {recipe} ({len(which)} cases: {', '.join(which)}): {why}")
-        w("")
-    errors = [c for c in cases if "error" in c]
+            out.append(f"- {recipe} ({len(which)} cases: {', '.join(which)}): {why}")
+        out.append("")
     fails = failures(report)
     if fails:
-        w("### Problems")
-        w("")
-        for line in fails:
-            w(f"- {line}")
-        w("")
-    del errors
+        out += ["### Problems", ""]
+        out += [f"- {line}" for line in fails]
+        out.append("")
+    return out
 
-    w("### Calls counted per forward")
-    w("")
-    w("| te | module | recipe | mode | forward | grad enabled | AG buffer fills | AG GEMMs | RS GEMMs | overlap |")
-    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+
+def _calls_section(report: dict) -> list[str]:
+    cases = report["cases"]
+    index = _index(cases)
+    out = [
+        "### Calls counted per forward",
+        "",
+        "| te | module | recipe | mode | forward | grad enabled | AG buffer fills | AG GEMMs | RS GEMMs | overlap |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for variant in TE_VARIANTS:
         for module, recipe, mode in _ordered_keys(cases):
             c = index.get((module, recipe, mode, variant))
             if not c or "skipped" in c or "error" in c:
                 continue
             for f in c.get("forwards", []):
-                w(
+                out.append(
                     f"| {variant} | {module} | {recipe} | {mode} | {f['phase']} | {f['grad_enabled']} | "
                     f"{f.get('ag_fill_calls', '-')} | {f.get('ag_gemm_calls', '-')} | {f.get('rs_gemm_calls', '-')} | "
                     f"{'yes' if f.get('overlap_used') else 'no'} |"
                 )
-    w("")
+    out.append("")
+    return out
 
-    perf = report.get("performance") or []
-    if perf:
-        w("## Performance: forward under no_grad, overlap vs no overlap")
-        w("")
-        p0 = next((p for p in perf if "skipped" not in p), perf[0])
-        w(
-            f"TE: {p0.get('te')}. TP={p0.get('tp')}, batch {p0.get('batch')}; LayerNormLinear is hidden -> 3*hidden "
-            "(column-parallel), LayerNormMLP hidden -> 4*hidden -> hidden. Time per forward from CUDA events after "
-            f"{p0.get('warmup', '?')} warm-up forwards, median of {p0.get('repeats', '?')} forwards (the largest median "
-            "over the ranks). Speedup = no-overlap time / overlap time."
+
+def _performance_section(perf: list[dict], png_name: str | None, png_note: str | None) -> list[str]:
+    if not perf:
+        return []
+    p0 = next((p for p in perf if "skipped" not in p), perf[0])
+    out = [
+        "## Performance: forward under no_grad, overlap vs no overlap",
+        "",
+        f"TE: {p0.get('te')}. TP={p0.get('tp')}, batch {p0.get('batch')}; LayerNormLinear is hidden -> 3*hidden "
+        "(column-parallel), LayerNormMLP hidden -> 4*hidden -> hidden. Time per forward from CUDA events after "
+        f"{p0.get('warmup', '?')} warm-up forwards, median of {p0.get('repeats', '?')} forwards (the largest median "
+        "over the ranks). Speedup = no-overlap time / overlap time.",
+        "",
+        "| module | recipe | hidden | sequence | no overlap (ms) | overlap (ms) | speedup | overlap path taken |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for e in perf:
+        head = f"| {e['module']} | {e['recipe']} | {e['hidden']} | {e['seq']} |"
+        if "skipped" in e or "error" in e:
+            out.append(f"{head} - | - | - | {e.get('skipped') or 'error: ' + e.get('error', '')} |")
+            continue
+        out.append(
+            f"{head} {_ms(e, 'no_overlap_ms')} | {_ms(e, 'overlap_ms')} | {e['speedup']:.3f}x "
+            f"({(e['speedup'] - 1) * 100:+.1f}%) | {'yes' if e.get('overlap_used') else '**no**'} "
+            f"({e.get('timed_forwards')} forwards) |"
         )
-        w("")
-        w("| module | recipe | hidden | sequence | no overlap (ms) | overlap (ms) | speedup | overlap path taken |")
-        w("| --- | --- | --- | --- | --- | --- | --- | --- |")
-        for e in perf:
-            head = f"| {e['module']} | {e['recipe']} | {e['hidden']} | {e['seq']} |"
-            if "skipped" in e or "error" in e:
-                w(f"{head} - | - | - | {e.get('skipped') or 'error: ' + e.get('error', '')} |")
-                continue
-            w(
-                f"{head} {_ms(e, 'no_overlap_ms')} | {_ms(e, 'overlap_ms')} | {e['speedup']:.3f}x "
-                f"({(e['speedup'] - 1) * 100:+.1f}%) | {'yes' if e.get('overlap_used') else '**no**'} "
-                f"({e.get('timed_forwards')} forwards) |"
-            )
-        if any(f"{k}_p10_p90" in e for e in perf for k in ("no_overlap_ms", "overlap_ms")):
-            w("")
-            w("Times are medians; brackets give the 10th-90th percentile range of the per-forward times.")
-        w("")
-        w(f"Upstream PR #3546 reported {UPSTREAM_FIGURES}.")
-        w("")
-        if png_name:
-            w(f"![speedup of the overlap path under no_grad]({png_name})")
-        elif png_note:
-            w(f"(No plot: {png_note}.)")
-        w("")
+    if any(f"{k}_p10_p90" in e for e in perf for k in ("no_overlap_ms", "overlap_ms")):
+        out += ["", "Times are medians; brackets give the 10th-90th percentile range of the per-forward times."]
+    out += ["", f"Upstream PR #3546 reported {UPSTREAM_FIGURES}.", ""]
+    if png_name:
+        out.append(f"![speedup of the overlap path under no_grad]({png_name})")
+    elif png_note:
+        out.append(f"(No plot: {png_note}.)")
+    out.append("")
+    return out
+
+
+def render_markdown(report: dict, png_name: str | None = REPORT_PNG, png_note: str | None = None) -> str:
+    """report.md: verdict and command, environment, what was checked, the fix, results, the
+    calls counted per forward and (if measured) the performance table and plot."""
+    out = [
+        *_header_section(report),
+        *_environment_section(report["environment"]),
+        *_checked_section(report),
+        *_fix_section(report.get("fix")),
+        *_results_section(report),
+        *_calls_section(report),
+        *_performance_section(report.get("performance") or [], png_name, png_note),
+    ]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -515,7 +565,7 @@ def render_plot(report: dict, path: Path) -> str | None:
 
 
 # -- writing ----------------------------------------------------------------------------
-def write_report(report: dict, output: Path) -> dict[str, Path | None]:
+def write_report(report: dict, output: Path) -> dict[str, Any]:
     """Write report.json, speedup.png (if possible) and report.md into ``output``."""
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
@@ -541,6 +591,3 @@ def load_report(path: Path) -> dict:
             raise ValueError(f"{path}: not a harness report (no {key!r})")
     return report
 
-
-def is_finite_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,0 +1,332 @@
+"""One module's analysis: which functions to interpret, what flows between them, and
+for each decision that grad mode gates, where it enters and whether a fix is proven.
+
+Functions are interpreted in rounds. After each round the values that cross function
+boundaries are summarised: what every caller of a function passes for a parameter
+(when all agree on grad mode, the parameter *is* grad mode: any number of hops, under
+any name), what a function or property returns, and what every store to an attribute
+holds. The rounds stop when nothing changes.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from ..config import Config
+from .bdd import BudgetExceeded, Manager
+from .index import FunctionInfo, ModuleIndex
+from .interpret import CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
+from .values import Step, Value
+
+MAX_ROUNDS = 6
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Where grad mode enters a decision: a read (``origin``) inside ``statement``."""
+
+    decision: Decision
+    origin: ast.AST
+    statement: ast.stmt
+    #: grad mode with the read fixed to its grad-on value, if that proves the fix
+    proven: bool
+    #: calls that also take grad mode and what the path prepares (unsafe fix)
+    coupled: tuple[ast.Call, ...]
+    trail: tuple[Step, ...]
+
+
+class ModuleAnalysis:
+    def __init__(self, tree: ast.Module, config: Config, text: str | None = None) -> None:
+        self.tree = tree
+        self.config = config
+        self.index = ModuleIndex(tree, config)
+        self.bdd = Manager()
+        self.context = Context(self.index, self.bdd)
+        self.results: dict[str | None, FunctionResult] = {}
+        self._replays: dict[tuple[str | None, frozenset[tuple[ast.AST, int]]], FunctionResult] = {}
+        self._lines = _LineIndex(text) if text is not None else None
+        self.failed: list[str] = []
+        self._run()
+
+    # -- rounds --------------------------------------------------------------------------
+    def _relevant(self, words: set[str]) -> list[FunctionInfo]:
+        if self._lines is None:
+            return [i for i in self.index.functions.values() if not i.backward]
+        lines = self._lines.lines_with(words)
+        out = []
+        for info in self.index.functions.values():
+            if info.backward:
+                continue
+            start, end = info.node.lineno, info.node.end_lineno or info.node.lineno
+            at = bisect.bisect_left(lines, start)
+            if (at < len(lines) and lines[at] <= end) or info.qualname in self.context.seeds:
+                out.append(info)
+        return out
+
+    def _run(self) -> None:
+        config = self.config
+        words = {q.rsplit(".", 1)[-1] for q in (*config.grad_functions, *config.inference_functions)}
+        words |= set(config.grad_names)
+        grad_functions = {*config.grad_functions, *config.inference_functions}
+        words |= {name for name, target in self.index.aliases.items() if target in grad_functions}
+        previous: tuple[object, ...] | None = None
+        for _ in range(MAX_ROUNDS):
+            functions = self._relevant(words)
+            results: dict[str | None, FunctionResult] = {None: self._interpret(None)}
+            for info in functions:
+                results[info.qualname] = self._interpret(info)
+            self.results = results
+            summary = self._summarise(results.values())
+            if summary == previous:
+                break
+            previous = summary
+            words = words | {q.rsplit(".", 1)[-1] for q in self.context.returns} | set(self.context.attributes)
+
+    def _interpret(self, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None) -> FunctionResult:
+        try:
+            return interpret(self.context, info, overrides)
+        except (BudgetExceeded, RecursionError):
+            self.failed.append(info.qualname if info else "<module>")
+            return FunctionResult()
+
+    def _summarise(self, results: Iterable[FunctionResult]) -> tuple[object, ...]:
+        results = list(results)
+        calls: dict[str, list[CallSite]] = {}
+        for result in results:
+            for call in result.calls:
+                calls.setdefault(call.callee, []).append(call)
+        seeds: dict[str, dict[str, Value]] = {}
+        supplied: dict[str, set[str]] = {}
+        for callee, sites in calls.items():
+            info = self.index.functions[callee]
+            found, given = self._parameter_values(info, sites)
+            supplied[callee] = given
+            if found:
+                seeds[callee] = found
+        returns: dict[str, Value] = {}
+        for qualname, result in self.results.items():
+            if qualname is None or not result.returns:
+                continue
+            value = pure_grad_values(result.returns, self.bdd)
+            if value is not None:
+                returns[qualname] = Value(value.bdd, trail=value.trail)
+        stores: dict[str, list[Value]] = {}
+        for qualname, result in self.results.items():
+            initialiser = qualname is not None and qualname.endswith("__init__")
+            for attr, value in result.attribute_stores:
+                if initialiser and value.bdd in (0, 1) and isinstance(value.ident, tuple) and value.ident[0] == "const":
+                    continue  # a default set in __init__, replaced before use
+                stores.setdefault(attr, []).append(value)
+        attributes: dict[str, Value] = {}
+        plain: set[str] = set()
+        for attr, values in stores.items():
+            value = pure_grad_values(values, self.bdd)
+            if value is not None:
+                attributes[attr] = Value(value.bdd, trail=value.trail)
+            else:
+                plain.add(attr)
+        self.context.seeds, self.context.supplied = seeds, supplied
+        self.context.returns, self.context.attributes, self.context.plain_attributes = returns, attributes, plain
+        return (
+            tuple(sorted((q, tuple(sorted((n, _shape(v)) for n, v in p.items()))) for q, p in seeds.items())),
+            tuple(sorted((q, tuple(sorted(s))) for q, s in supplied.items())),
+            tuple(sorted((q, v.bdd) for q, v in returns.items())),
+            tuple(sorted((a, v.bdd) for a, v in attributes.items())),
+            tuple(sorted(plain)),
+        )
+
+    def _parameter_values(self, info: FunctionInfo, sites: list[CallSite]) -> tuple[dict[str, Value], set[str]]:
+        """What the callers of ``info`` pass: the parameters every concrete supply of
+        which is the same grad-mode value, and the parameters some caller supplies."""
+        positional = info.positional
+        passed: dict[str, list[tuple[Value, CallSite]]] = {}
+        kwarg = info.node.args.kwarg.arg if info.node.args.kwarg else None
+        extra: dict[str, list[tuple[Value, CallSite]]] = {}
+        for site in sites:
+            names = positional[site.skip:]
+            for name, value in zip(names, site.args):
+                if value is None:
+                    break
+                passed.setdefault(name, []).append((value, site))
+            for name, value in site.keywords:
+                if name in positional or any(a.arg == name for a in info.node.args.kwonlyargs):
+                    passed.setdefault(name, []).append((value, site))
+                elif kwarg is not None:
+                    extra.setdefault(name, []).append((value, site))
+        seeds: dict[str, Value] = {}
+        for name, supplies in passed.items():
+            value = self._agreed(name, info, supplies)
+            if value is not None:
+                seeds[name] = value
+        if kwarg is not None and extra:
+            fields = []
+            for name, supplies in extra.items():
+                value = self._agreed(name, info, supplies)
+                if value is not None and len(supplies) == len(sites):
+                    fields.append((name, value))
+            if fields:
+                seeds[kwarg] = Value(self.bdd.atom(("param", info.qualname, kwarg)), fields=tuple(fields))
+        return seeds, set(passed)
+
+    def _agreed(self, name: str, info: FunctionInfo, supplies: list[tuple[Value, CallSite]]) -> Value | None:
+        values = [v for v, _ in supplies]
+        grad = pure_grad_values(values, self.bdd)
+        if grad is not None:
+            site = supplies[0][1]
+            step = Step(site.node.lineno, site.node.col_offset, f"passed as `{name}` to `{info.qualname}`")
+            return Value(grad.bdd, trail=(*grad.trail, step))
+        if all(v.items is not None for v in values) and len({len(v.items or ()) for v in values}) == 1:
+            items = []
+            agreed = False
+            for position in range(len(values[0].items or ())):
+                column = [v.items[position] for v in values if v.items is not None]
+                item = pure_grad_values(column, self.bdd)
+                if item is not None:
+                    agreed = True
+                    site = supplies[0][1]
+                    step = Step(site.node.lineno, site.node.col_offset,
+                                f"packed in a tuple passed as `{name}` to `{info.qualname}`")
+                    items.append(Value(item.bdd, trail=(*item.trail, step)))
+                else:
+                    items.append(Value(self.bdd.atom(("param-item", info.qualname, name, position))))
+            if agreed:
+                return Value(self.bdd.atom(("param", info.qualname, name)), items=tuple(items))
+        return None
+
+    # -- decisions ------------------------------------------------------------------------
+    @property
+    def decisions(self) -> list[Decision]:
+        return [d for r in self.results.values() for d in r.decisions]
+
+    def replay(self, function: str | None, overrides: dict[ast.AST, int]) -> FunctionResult:
+        key = (function, frozenset(overrides.items()))
+        found = self._replays.get(key)
+        if found is None:
+            info = self.index.functions.get(function) if function not in (None, "<module>") else None
+            found = self._replays[key] = self._interpret(info, overrides)
+        return found
+
+    def entries(self, decision: Decision) -> list[Entry]:
+        """The reads through which grad mode gates ``decision``, with the proof of the fix.
+
+        A read is an entry when, taken as a variable of its own, it gates the decision
+        the way the bug does: fixed to its grad-on value the decision is at least as
+        often on as fixed to its grad-off value, and sometimes more (for decisions where
+        any dependence counts: differently). A read that gates the other way (the
+        opposite polarity, like ``is_recomputation = checkpoint and grad and ...``) is
+        correct and no entry. The fix of the entries is proven when, applied together,
+        it leaves the decision unchanged with grad mode on and no longer gated by it.
+        """
+        function = None if decision.function == "<module>" else decision.function
+        result = self.results.get(function)
+        if result is None:
+            return []
+        bdd = self.bdd
+        reads: list[tuple[ast.AST, ast.AST, int]] = []
+        for origin in sorted(decision.origins, key=_position):
+            found = result.origins.get(origin)
+            if found is not None:
+                statement, polarity, _trail = found
+                reads.append((origin, *widen_to_pure_grad(origin, statement, polarity)))
+        # each read is judged with the others at their grad-on value, so that a gate
+        # behind another gate is seen (and fixed) at once
+        gating: list[tuple[ast.AST, ast.AST, int]] = []
+        for origin, target, value in reads:
+            others = {t: v for o, t, v in reads if o is not origin}
+            on = _find(self.replay(function, {**others, target: value}), decision)
+            off = _find(self.replay(function, {**others, target: 1 - value}), decision)
+            if on is None or off is None or on.bdd == off.bdd:
+                continue
+            if decision.depends_any_way or bdd.conj(off.bdd, bdd.negate(on.bdd)) == 0:
+                gating.append((origin, target, value))
+        if not gating:
+            return []
+        fixed = _find(self.replay(function, {t: v for _, t, v in gating}), decision)
+        proven = fixed is not None and bdd.grad_on(fixed.bdd) == bdd.grad_on(decision.bdd) and (
+            not bdd.depends_on_grad(fixed.bdd) if decision.depends_any_way else not bdd.forced_off_by_no_grad(fixed.bdd)
+        )
+        entries = []
+        for origin, _target, _value in gating:
+            statement, _polarity, trail = result.origins[origin]
+            coupled = tuple(
+                call for call, values in result.grad_taking_calls
+                if call.lineno != statement.lineno
+                and any(origin in v.origins for v in values)
+                and any(bdd.is_pure_grad(v.bdd) and origin not in v.origins for v in values)
+            )
+            entries.append(Entry(decision, origin, statement, proven, coupled, trail))
+        return entries
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
+def _find(result: FunctionResult, decision: Decision) -> Decision | None:
+    for candidate in result.decisions:
+        if candidate.key == decision.key:
+            return candidate
+    return None
+
+
+def _shape(value: Value) -> object:
+    return (value.bdd, tuple(_shape(i) for i in value.items) if value.items else None,
+            tuple((k, _shape(v)) for k, v in value.fields) if value.fields else None)
+
+
+def parents_of(statement: ast.AST) -> dict[ast.AST, ast.AST]:
+    parents: dict[ast.AST, ast.AST] = {}
+    for node in ast.walk(statement):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    return parents
+
+
+def widen_to_pure_grad(origin: ast.AST, statement: ast.stmt, polarity: int = 1) -> tuple[ast.AST, int]:
+    """The largest expression around the read ``origin`` whose value is grad mode (or
+    its negation) alone, and that expression's value with grad mode on (0 or 1).
+    ``not g``, ``g == True``, ``bool(g)`` widen; ``g and x`` does not."""
+    parents = parents_of(statement)
+    node: ast.AST = origin
+    value = polarity
+    while True:
+        parent = parents.get(node)
+        if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+            value = 1 - value
+        elif (
+            isinstance(parent, ast.Compare) and len(parent.ops) == 1 and parent.left is node
+            and isinstance(parent.comparators[0], ast.Constant) and isinstance(parent.comparators[0].value, bool)
+            and isinstance(parent.ops[0], (ast.Eq, ast.Is, ast.NotEq, ast.IsNot))
+        ):
+            positive = isinstance(parent.ops[0], (ast.Eq, ast.Is)) == parent.comparators[0].value
+            value = value if positive else 1 - value
+        elif (
+            isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "bool"
+            and len(parent.args) == 1 and not parent.keywords
+        ):
+            pass
+        else:
+            return node, value
+        node = parent
+
+
+class _LineIndex:
+    """Line numbers of the places where words occur in a text."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+
+    def lines_with(self, words: set[str]) -> list[int]:
+        if not words:
+            return []
+        alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+        found = {bisect.bisect_right(self._starts, m.start()) for m in re.finditer(alternatives, self._text)}
+        return sorted(found)
+
+
+__all__ = ["Entry", "ModuleAnalysis", "parents_of", "widen_to_pure_grad", "replace"]

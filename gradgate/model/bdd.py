@@ -1,0 +1,173 @@
+"""Reduced ordered binary decision diagrams: boolean functions in canonical form.
+
+A decision is a boolean function of grad mode ``G`` and of the other conditions it
+reads (atoms). In canonical form two functions are equal exactly when they agree on
+every assignment of their atoms, so "does turning grad mode off force this decision
+off?" and "is the fixed decision the old one with grad mode on?" are exact tests, not
+heuristics. ``G`` is variable 0, at the top of every diagram, so fixing it is cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+#: node ids of the two constants
+FALSE = 0
+TRUE = 1
+#: the grad-mode variable
+GRAD = 0
+
+
+class BudgetExceeded(Exception):
+    """A function's diagrams grew past :attr:`Manager.budget` nodes."""
+
+
+class Manager:
+    """Owns the nodes. Node ``n`` > 1 is ``(var, low, high)``: if var then high else low."""
+
+    def __init__(self, budget: int = 200_000) -> None:
+        self._nodes: list[tuple[int, int, int]] = [(1 << 30, 0, 0), (1 << 30, 1, 1)]
+        self._unique: dict[tuple[int, int, int], int] = {}
+        self._atoms: dict[Hashable, int] = {"<grad mode>": GRAD}
+        self._names: list[Hashable] = ["<grad mode>"]
+        self._and: dict[tuple[int, int], int] = {}
+        self._not: dict[int, int] = {}
+        self._restrict: dict[tuple[int, int, bool], int] = {}
+        self._support: dict[int, frozenset[int]] = {}
+        self.budget = budget
+
+    # -- building ------------------------------------------------------------------
+    def atom(self, key: Hashable) -> int:
+        """The diagram of the atom named ``key`` (made on first use)."""
+        var = self._atoms.get(key)
+        if var is None:
+            var = self._atoms[key] = len(self._names)
+            self._names.append(key)
+        return self._mk(var, FALSE, TRUE)
+
+    def atom_name(self, var: int) -> Hashable:
+        return self._names[var]
+
+    @property
+    def grad(self) -> int:
+        return self._mk(GRAD, FALSE, TRUE)
+
+    def _mk(self, var: int, low: int, high: int) -> int:
+        if low == high:
+            return low
+        key = (var, low, high)
+        node = self._unique.get(key)
+        if node is None:
+            if len(self._nodes) >= self.budget:
+                raise BudgetExceeded()
+            node = len(self._nodes)
+            self._nodes.append(key)
+            self._unique[key] = node
+        return node
+
+    def var(self, node: int) -> int:
+        return self._nodes[node][0]
+
+    def negate(self, a: int) -> int:
+        if a <= TRUE:
+            return 1 - a
+        done = self._not.get(a)
+        if done is None:
+            var, low, high = self._nodes[a]
+            done = self._not[a] = self._mk(var, self.negate(low), self.negate(high))
+        return done
+
+    def conj(self, a: int, b: int) -> int:
+        if a == FALSE or b == FALSE:
+            return FALSE
+        if a == TRUE:
+            return b
+        if b == TRUE or a == b:
+            return a
+        if a > b:
+            a, b = b, a
+        key = (a, b)
+        done = self._and.get(key)
+        if done is None:
+            va, la, ha = self._nodes[a]
+            vb, lb, hb = self._nodes[b]
+            if va == vb:
+                done = self._mk(va, self.conj(la, lb), self.conj(ha, hb))
+            elif va < vb:
+                done = self._mk(va, self.conj(la, b), self.conj(ha, b))
+            else:
+                done = self._mk(vb, self.conj(a, lb), self.conj(a, hb))
+            self._and[key] = done
+        return done
+
+    def disj(self, a: int, b: int) -> int:
+        return self.negate(self.conj(self.negate(a), self.negate(b)))
+
+    def ite(self, c: int, a: int, b: int) -> int:
+        """if c then a else b."""
+        if c == TRUE:
+            return a
+        if c == FALSE:
+            return b
+        if a == b:
+            return a
+        return self.disj(self.conj(c, a), self.conj(self.negate(c), b))
+
+    def xor(self, a: int, b: int) -> int:
+        return self.ite(a, self.negate(b), b)
+
+    def restrict(self, a: int, var: int, value: bool) -> int:
+        """``a`` with variable ``var`` fixed to ``value``."""
+        if a <= TRUE:
+            return a
+        key = (a, var, value)
+        done = self._restrict.get(key)
+        if done is None:
+            v, low, high = self._nodes[a]
+            if v > var:
+                done = a
+            elif v == var:
+                done = high if value else low
+            else:
+                done = self._mk(v, self.restrict(low, var, value), self.restrict(high, var, value))
+            self._restrict[key] = done
+        return done
+
+    def compose(self, a: int, var: int, g: int) -> int:
+        """``a`` with variable ``var`` replaced by the function ``g``."""
+        return self.ite(g, self.restrict(a, var, True), self.restrict(a, var, False))
+
+    def support(self, a: int) -> frozenset[int]:
+        """The variables ``a`` depends on."""
+        if a <= TRUE:
+            return frozenset()
+        done = self._support.get(a)
+        if done is None:
+            var, low, high = self._nodes[a]
+            done = self._support[a] = frozenset({var}) | self.support(low) | self.support(high)
+        return done
+
+    # -- the questions decisions ask --------------------------------------------------
+    def grad_on(self, a: int) -> int:
+        return self.restrict(a, GRAD, True)
+
+    def grad_off(self, a: int) -> int:
+        return self.restrict(a, GRAD, False)
+
+    def forced_off_by_no_grad(self, a: int) -> bool:
+        """Some assignment has ``a`` on with grad mode on and off with it off, and none
+        the other way round: turning grad mode off can only turn the decision off."""
+        on, off = self.grad_on(a), self.grad_off(a)
+        return on != off and self.conj(off, self.negate(on)) == FALSE
+
+    def forced_off_by_grad(self, a: int) -> bool:
+        """The opposite polarity: grad mode on can only turn the decision off."""
+        on, off = self.grad_on(a), self.grad_off(a)
+        return on != off and self.conj(on, self.negate(off)) == FALSE
+
+    def depends_on_grad(self, a: int) -> bool:
+        return self.grad_on(a) != self.grad_off(a)
+
+    def is_pure_grad(self, a: int) -> bool:
+        """Is ``a`` grad mode itself or its negation (a function of ``G`` alone)?"""
+        return a > TRUE and self.var(a) == GRAD and self._nodes[a][1] <= TRUE and self._nodes[a][2] <= TRUE

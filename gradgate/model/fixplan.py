@@ -1,0 +1,254 @@
+"""What a fix does, decided on the stdlib tree: which node goes, which stays.
+
+A fix sets the grad-mode read to its grad-on value and simplifies what that makes
+neutral: an ``and`` operand that is now True (an ``or`` operand now False) goes with
+its operator, ``x if grad else False`` keeps ``x``, an ``if`` whose test is now True
+keeps its body, one now False keeps its ``else`` (or goes), ``flag &= grad`` goes. A
+statement left as ``x = x`` goes instead. Where the simplification has no such form,
+or would drop a comment, there is no plan and the finding is report-only. LibCST only
+carries a plan out (:mod:`gradgate.fixes`); it decides nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .analysis import parents_of
+
+#: a span: first line, first column, last line, end column (1-based lines, 0-based
+#: columns counted in characters, end exclusive)
+Span = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class FixPlan:
+    #: the statement a fix is parsed and spliced with (an ``elif`` needs its ``if``)
+    statement: ast.stmt
+    #: remove-operand, replace-by-child, remove-element, remove-argument, keep-body,
+    #: keep-orelse, remove-statement
+    action: str
+    node: Span
+    child: Span | None = None
+    #: the ``if`` acted on is an ``elif`` (it sits in its parent's ``orelse``)
+    elif_clause: bool = False
+
+
+class SourceLines:
+    """The file's lines, for positions in characters and for comments."""
+
+    def __init__(self, text: str) -> None:
+        from ..engine import split_lines
+
+        self.lines = split_lines(text)
+        self._encoded: dict[int, bytes] = {}
+        self._comments: set[tuple[int, int]] | None = None
+        self._text = text
+
+    def column(self, line: int, byte_column: int) -> int:
+        if not 1 <= line <= len(self.lines):
+            return byte_column
+        encoded = self._encoded.get(line)
+        if encoded is None:
+            encoded = self._encoded[line] = self.lines[line - 1].encode("utf-8", "surrogatepass")
+        if encoded.isascii():
+            return byte_column
+        return len(encoded[:byte_column].decode("utf-8", "replace"))
+
+    def span(self, node: ast.AST) -> Span:
+        line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+        return (line, self.column(line, node.col_offset),  # type: ignore[attr-defined]
+                end_line, self.column(end_line, node.end_col_offset or 0))  # type: ignore[attr-defined]
+
+    @property
+    def comments(self) -> set[tuple[int, int]]:
+        """(line, column) of every comment token."""
+        if self._comments is None:
+            import io
+            import tokenize
+
+            found: set[tuple[int, int]] = set()
+            try:
+                for token in tokenize.generate_tokens(io.StringIO(self._text).readline):
+                    if token.type == tokenize.COMMENT:
+                        found.add(token.start)
+            except (tokenize.TokenError, SyntaxError, IndentationError):
+                found.add((0, 0))
+            self._comments = found
+        return self._comments
+
+    def comment_between(self, start: tuple[int, int], end: tuple[int, int]) -> bool:
+        return any(start <= c < end for c in self.comments)
+
+    def text(self, span: Span) -> str:
+        line, column, end_line, end_column = span
+        if line == end_line:
+            return self.lines[line - 1][column:end_column]
+        parts = [self.lines[line - 1][column:], *self.lines[line:end_line - 1], self.lines[end_line - 1][:end_column]]
+        return "".join(parts)
+
+
+def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]],
+         source: SourceLines) -> FixPlan | None:
+    """The plan that sets ``target`` (a grad-mode expression) to ``value`` inside
+    ``statement``, or None (report only). ``block_of`` maps a statement to the node
+    and list holding it."""
+    parents = parents_of(statement)
+    parent = parents.get(target)
+    if _comment_inside(target, source):
+        return None
+    if isinstance(parent, ast.BoolOp):
+        neutral = 1 if isinstance(parent.op, ast.And) else 0
+        if value != neutral:
+            return None
+        return _remove_operand(parent, target, statement, block_of, source)
+    if isinstance(parent, ast.IfExp) and parent.test is target:
+        kept = parent.body if value else parent.orelse
+        return _replace(parent, kept, statement, source)
+    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and not parent.keywords:
+        name = parent.func.id
+        if name in ("min", "max") and len(parent.args) >= 2 and value == (1 if name == "min" else 0):
+            if len(parent.args) == 2:
+                other = parent.args[1] if parent.args[0] is target else parent.args[0]
+                return _replace(parent, other, statement, source)
+            return FixPlan(statement, "remove-argument", source.span(parent), source.span(target))
+    if isinstance(parent, (ast.List, ast.Tuple)):
+        call = parents.get(parent)
+        if (
+            isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in ("all", "any")
+            and len(call.args) == 1 and value == (1 if call.func.id == "all" else 0)
+            and len(parent.elts) >= (3 if isinstance(parent, ast.Tuple) else 2)
+        ):
+            return FixPlan(statement, "remove-element", source.span(parent), source.span(target))
+        return None
+    if parent is statement:
+        return _statement_plan(statement, target, value, block_of, source)
+    return None
+
+
+def _comment_inside(node: ast.AST, source: SourceLines) -> bool:
+    line, column, end_line, end_column = source.span(node)
+    return source.comment_between((line, column), (end_line, end_column))
+
+
+def _replace(node: ast.AST, kept: ast.AST, statement: ast.stmt, source: SourceLines) -> FixPlan | None:
+    outer, inner = source.span(node), source.span(kept)
+    if source.comment_between(outer[:2], inner[:2]) or source.comment_between(inner[2:], outer[2:]):
+        return None
+    return FixPlan(statement, "replace-by-child", outer, inner)
+
+
+def _remove_operand(chain: ast.BoolOp, operand: ast.AST, statement: ast.stmt,
+                    block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines) -> FixPlan | None:
+    values = chain.values
+    index = values.index(operand)  # type: ignore[arg-type]
+    span = source.span(operand)
+    before = source.span(values[index - 1])[2:] if index > 0 else None
+    after = source.span(values[index + 1])[:2] if index + 1 < len(values) else None
+    clean_before = before is not None and not source.comment_between(before, span[:2])
+    clean_after = after is not None and not source.comment_between(span[2:], after)
+    if not (clean_before or clean_after):
+        return None
+    if len(values) == 2 and _is_self_assignment(statement, chain, values[1 - index]):
+        return _statement_removal(statement, block_of, source)
+    return FixPlan(statement, "remove-operand", source.span(chain), span)
+
+
+def _is_self_assignment(statement: ast.stmt, value: ast.AST, kept: ast.AST) -> bool:
+    """Would ``statement`` become ``x = x`` with ``value`` reduced to ``kept``?"""
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is value:
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return len(targets) == 1 and ast.dump(targets[0], include_attributes=False).replace(
+            "ctx=Store()", "ctx=Load()") == ast.dump(kept, include_attributes=False)
+    return False
+
+
+def _statement_plan(statement: ast.stmt, target: ast.AST, value: int,
+                    block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines) -> FixPlan | None:
+    if isinstance(statement, ast.If) and statement.test is target:
+        holder, _block = block_of.get(statement, (None, []))
+        elif_clause = (
+            isinstance(holder, ast.If) and holder.orelse == [statement]
+            and source.lines[statement.lineno - 1].lstrip().startswith("elif")
+        )
+        top = _top_if(statement, block_of, source) if elif_clause else statement
+        test_span = source.span(statement.test)
+        header_end = (statement.body[0].lineno, 0)
+        if source.comment_between(test_span[:2], (test_span[0], len(source.lines[test_span[0] - 1]))) and \
+                statement.body[0].lineno == test_span[2]:
+            return None  # `if grad: x = 1  # comment` on one line
+        if value:
+            if statement.orelse and _has_comment_in(statement.orelse, source, else_header=statement):
+                return None
+            return FixPlan(top, "keep-body", source.span(statement), elif_clause=elif_clause)
+        if _has_comment_in(statement.body, source) or source.comment_between(test_span[:2], header_end):
+            return None
+        if statement.orelse:
+            return FixPlan(top, "keep-orelse", source.span(statement), elif_clause=elif_clause)
+        if elif_clause:
+            return FixPlan(top, "keep-orelse", source.span(statement), elif_clause=True)
+        return _statement_removal(statement, block_of, source)
+    if isinstance(statement, ast.AugAssign) and statement.value is target:
+        if value == (1 if isinstance(statement.op, ast.BitAnd) else 0) and isinstance(statement.op, (ast.BitAnd, ast.BitOr)):
+            return _statement_removal(statement, block_of, source)
+        return None
+    if isinstance(statement, ast.While) and statement.test is target and not value and not statement.orelse:
+        if _has_comment_in(statement.body, source):
+            return None
+        return _statement_removal(statement, block_of, source)
+    return None
+
+
+def _top_if(statement: ast.If, block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines) -> ast.stmt:
+    node: ast.stmt = statement
+    while True:
+        holder, _ = block_of.get(node, (None, []))
+        if isinstance(holder, ast.If) and holder.orelse == [node] and source.lines[node.lineno - 1].lstrip().startswith("elif"):
+            node = holder
+        else:
+            return node
+
+
+def _has_comment_in(block: list[ast.stmt], source: SourceLines, else_header: ast.If | None = None) -> bool:
+    if not block:
+        return False
+    start = (block[0].lineno, 0)
+    if else_header is not None:  # from the end of the body: the `else:` line too
+        last = else_header.body[-1]
+        start = (last.end_lineno or last.lineno, source.column(last.end_lineno or last.lineno, last.end_col_offset or 0))
+    end_node = block[-1]
+    end = (end_node.end_lineno or end_node.lineno, len(source.lines[(end_node.end_lineno or end_node.lineno) - 1]))
+    return source.comment_between(start, end)
+
+
+def _statement_removal(statement: ast.stmt, block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]],
+                       source: SourceLines) -> FixPlan | None:
+    """Remove ``statement``; its own comments would go with it (no plan then), the
+    comment lines above it move to the next statement (no plan when there is none)."""
+    span = source.span(statement)
+    end_line = span[2]
+    if source.comment_between(span[:2], (end_line, len(source.lines[end_line - 1]))):
+        return None
+    holder, block = block_of.get(statement, (None, []))
+    position = next((i for i, s in enumerate(block) if s is statement), -1)
+    previous_end = block[position - 1].end_lineno if position > 0 else (
+        getattr(holder, "lineno", 0) if holder is not None and not isinstance(holder, ast.Module) else 0)
+    has_leading = source.comment_between(((previous_end or 0) + 1, 0), (statement.lineno, 0))
+    if has_leading and position + 1 >= len(block):
+        return None
+    if len(block) == 1 and not isinstance(holder, ast.Module):
+        return FixPlan(statement, "pass-statement", span)
+    return FixPlan(statement, "remove-statement", span)
+
+
+def blocks(tree: ast.AST) -> dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]]:
+    """Every statement's holder and the list (block) it sits in."""
+    out: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]] = {}
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                for statement in block:
+                    if isinstance(statement, ast.stmt):
+                        out[statement] = (node, block)
+    return out

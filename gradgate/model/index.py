@@ -1,0 +1,335 @@
+"""What a module defines, found in one walk: functions and classes by qualified name,
+import aliases, which functions run in the backward pass, and which communicate.
+
+Scope comes from the node: a function's decorators, defaults and annotations belong to
+the scope that holds the ``def`` (see :mod:`gradgate.model.interpret`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..config import NON_COMM_API_NAMES, Config
+
+#: bases that make a class a ``torch.autograd.Function``
+AUTOGRAD_FUNCTION_BASES = frozenset(
+    {"torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction"}
+)
+#: methods whose callable argument runs in the backward pass
+BACKWARD_HOOK_REGISTRARS = frozenset(
+    {
+        "register_hook",
+        "register_backward_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_multi_grad_hook",
+        "register_post_accumulate_grad_hook",
+    }
+)
+#: decorators that keep a function's call signature
+_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "functools.wraps", "torch.no_grad"})
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass
+class FunctionInfo:
+    node: FunctionNode
+    qualname: str
+    #: the class whose body holds the ``def``, if any
+    owner: str | None
+    params: list[ast.arg]
+    static: bool
+    is_property: bool
+    #: ``Function.forward`` of an autograd function (grad mode is always off inside)
+    autograd_forward: bool = False
+    backward: bool = False
+
+    @property
+    def positional(self) -> list[str]:
+        args = self.node.args
+        return [a.arg for a in (*args.posonlyargs, *args.args)]
+
+
+@dataclass
+class ClassInfo:
+    node: ast.ClassDef
+    name: str
+    bases: list[str]
+    methods: dict[str, str] = field(default_factory=dict)  # name -> qualname
+    #: declared fields in order (dataclass / NamedTuple), for constructor calls
+    fields: list[str] = field(default_factory=list)
+    autograd_function: bool = False
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a chain of attributes on a name, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def qualify(name: str, aliases: dict[str, str]) -> str:
+    head, _, rest = name.partition(".")
+    target = aliases.get(head)
+    if target is None:
+        return name
+    return f"{target}.{rest}" if rest else target
+
+
+def import_aliases(statements: Iterator[ast.stmt] | list[ast.stmt]) -> dict[str, str]:
+    aliases: dict[str, str] = {}
+    for statement in statements:
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                if alias.asname:
+                    aliases[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".")[0]
+                    aliases[head] = head
+        elif isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
+            for alias in statement.names:
+                aliases[alias.asname or alias.name] = f"{statement.module}.{alias.name}"
+    return aliases
+
+
+def own_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of a body and of its nested blocks, not of nested functions/classes."""
+    stack = list(reversed(body))
+    while stack:
+        statement = stack.pop()
+        yield statement
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in reversed(getattr(statement, name, None) or ()):
+                if isinstance(child, ast.stmt):
+                    stack.append(child)
+                else:  # ExceptHandler, match_case
+                    stack.extend(reversed(child.body))
+
+
+def own_calls(node: ast.AST) -> Iterator[ast.Call]:
+    """Calls inside ``node``, not inside nested functions, classes or lambdas."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        for child in ast.iter_child_nodes(current):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(child, ast.Call):
+                yield child
+            stack.append(child)
+
+
+class ModuleIndex:
+    def __init__(self, tree: ast.Module, config: Config) -> None:
+        self.tree = tree
+        self.config = config
+        self.aliases = import_aliases(tree.body)
+        self.functions: dict[str, FunctionInfo] = {}
+        self.by_node: dict[ast.AST, FunctionInfo] = {}
+        self.classes: dict[str, ClassInfo] = {}
+        #: names the module binds at its top level (assignments, imports, defs)
+        self.module_names = _bound_at_top(tree)
+        self._collect(tree.body, prefix="", owner=None)
+        self._mark_backward()
+        self.communicates = self._communicating_functions()
+
+    # -- collecting -------------------------------------------------------------------
+    def _collect(self, body: list[ast.stmt], prefix: str, owner: str | None) -> None:
+        for statement in body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                qualname = f"{prefix}{statement.name}"
+                names = {dotted(d.func if isinstance(d, ast.Call) else d) for d in statement.decorator_list}
+                info = FunctionInfo(
+                    node=statement,
+                    qualname=qualname,
+                    owner=owner,
+                    params=_parameters(statement.args),
+                    static="staticmethod" in names,
+                    is_property="property" in names or any(n and n.endswith("cached_property") for n in names),
+                )
+                self.functions.setdefault(qualname, info)
+                self.by_node[statement] = info
+                if owner is not None:
+                    self.classes[owner].methods.setdefault(statement.name, qualname)
+                self._collect_nested(statement.body, f"{qualname}.<locals>.")
+            elif isinstance(statement, ast.ClassDef):
+                name = f"{prefix}{statement.name}"
+                bases = [qualify(d, self.aliases) for d in (dotted(b) for b in statement.bases) if d]
+                info_class = ClassInfo(statement, name, bases)
+                info_class.fields = [
+                    s.target.id for s in statement.body
+                    if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                ]
+                self.classes.setdefault(name, info_class)
+                self._collect(statement.body, f"{name}.", name)
+            elif isinstance(statement, (ast.If, ast.Try, ast.With)):  # `if TYPE_CHECKING:` and the like
+                for block in (getattr(statement, "body", []), getattr(statement, "orelse", []),
+                              getattr(statement, "finalbody", [])):
+                    self._collect(block, prefix, owner)
+        for info_class in self.classes.values():
+            info_class.autograd_function = self._is_autograd_function(info_class)
+
+    def _collect_nested(self, body: list[ast.stmt], prefix: str) -> None:
+        for statement in own_statements(body):
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                qualname = f"{prefix}{statement.name}"
+                info = FunctionInfo(statement, qualname, None, _parameters(statement.args), False, False)
+                self.functions.setdefault(qualname, info)
+                self.by_node[statement] = info
+                self._collect_nested(statement.body, f"{qualname}.<locals>.")
+
+    def _is_autograd_function(self, klass: ClassInfo, depth: int = 0) -> bool:
+        for base in klass.bases:
+            if base in AUTOGRAD_FUNCTION_BASES or base.endswith("autograd.Function"):
+                return True
+            local = self.classes.get(base)
+            if local is not None and depth < 8 and self._is_autograd_function(local, depth + 1):
+                return True
+        return False
+
+    def _mark_backward(self) -> None:
+        for info in self.functions.values():
+            klass = self.classes.get(info.owner) if info.owner else None
+            if klass is not None and klass.autograd_function:
+                if info.node.name == "backward" or info.node.name == "jvp" or info.node.name == "vjp":
+                    info.backward = True
+                elif info.node.name == "forward":
+                    info.autograd_forward = True
+        hooked: set[str] = set()
+        for node in ast.walk(self.tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in BACKWARD_HOOK_REGISTRARS
+            ):
+                for argument in node.args:
+                    if isinstance(argument, ast.Name):
+                        hooked.add(argument.id)
+        non_forward = self.config.non_forward_re
+        for info in self.functions.values():
+            if info.node.name in hooked or non_forward.search(info.node.name):
+                info.backward = True
+
+    # -- resolving calls ------------------------------------------------------------------
+    def resolve(self, func: ast.AST, owner: str | None, aliases: dict[str, str]) -> tuple[str, int] | None:
+        """The module function a call of ``func`` runs, and how many leading parameters
+        the call does not pass (``self``; ``ctx`` for ``Function.apply``), or None.
+        Best effort, never by a bare method name."""
+        if isinstance(func, ast.Name):
+            if func.id in aliases and func.id not in self.functions and func.id not in self.classes:
+                return None
+            if func.id in self.functions and self.functions[func.id].owner is None:
+                return func.id, 0
+            klass = self.classes.get(func.id)
+            if klass is not None:
+                init = self.method(func.id, "__init__")
+                return (init, 1) if init else (func.id, 0)
+            return None
+        if not isinstance(func, ast.Attribute):
+            return None
+        base = func.value
+        if isinstance(base, ast.Name) and base.id in ("self", "cls") and owner is not None:
+            method = self.method(owner, func.attr)
+            if method is None:
+                return None
+            info = self.functions[method]
+            return method, 0 if info.static else 1
+        if isinstance(base, ast.Name) and base.id in self.classes:
+            klass = self.classes[base.id]
+            if func.attr == "apply" and klass.autograd_function:
+                forward = self.method(base.id, "forward")
+                return (forward, 1) if forward else None
+            method = self.method(base.id, func.attr)
+            return (method, 0) if method else None
+        return None
+
+    def method(self, klass: str, name: str, depth: int = 0) -> str | None:
+        info = self.classes.get(klass)
+        if info is None or depth > 8:
+            return None
+        if name in info.methods:
+            return info.methods[name]
+        for base in info.bases:
+            found = self.method(base, name, depth + 1)
+            if found:
+                return found
+        return None
+
+    def is_comm_callee(self, func: ast.AST, aliases: dict[str, str]) -> bool:
+        """Does calling ``func`` perform forward communication: a configured API (under
+        its qualified name), or a name like one?"""
+        name = dotted(func)
+        if name is not None:
+            qualified = qualify(name, aliases)
+            if any(qualified == api or qualified.startswith(api + ".") for api in self.config.all_comm_apis):
+                return not NON_COMM_API_NAMES.match(qualified.rsplit(".", 1)[-1])
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        return last is not None and self.config.is_forward_comm_call(last)
+
+    def aliases_of(self, info: FunctionInfo) -> dict[str, str]:
+        local = import_aliases(s for s in own_statements(info.node.body) if isinstance(s, (ast.Import, ast.ImportFrom)))
+        return {**self.aliases, **local} if local else self.aliases
+
+    def _communicating_functions(self) -> set[str]:
+        """Functions of the module that communicate in the forward, directly or through
+        other functions of the module."""
+        calls: dict[str, list[str]] = {}
+        found: set[str] = set()
+        for qualname, info in self.functions.items():
+            if info.backward or self.config.backward_call_re.search(info.node.name):
+                continue
+            aliases = self.aliases_of(info)
+            callees = []
+            for call in own_calls(info.node):
+                if self.is_comm_callee(call.func, aliases):
+                    found.add(qualname)
+                    break
+                resolved = self.resolve(call.func, info.owner, aliases)
+                if resolved is not None:
+                    callees.append(resolved[0])
+            calls[qualname] = callees
+        changed = True
+        while changed:
+            changed = False
+            for qualname, callees in calls.items():
+                if qualname not in found and any(c in found for c in callees):
+                    found.add(qualname)
+                    changed = True
+        return found
+
+
+def _parameters(args: ast.arguments) -> list[ast.arg]:
+    out = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    if args.vararg:
+        out.append(args.vararg)
+    if args.kwarg:
+        out.append(args.kwarg)
+    return out
+
+
+def _bound_at_top(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for statement in own_statements(tree.body):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(statement.name)
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in statement.names)
+        else:
+            targets: list[ast.AST] = []
+            if isinstance(statement, ast.Assign):
+                targets = list(statement.targets)
+            elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+                targets = [statement.target]
+            elif isinstance(statement, (ast.For, ast.AsyncFor)):
+                targets = [statement.target]
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names

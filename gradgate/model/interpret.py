@@ -1,0 +1,839 @@
+"""Abstract interpretation of one function: every value as a boolean function of grad
+mode, every forward decision recorded with its value.
+
+The interpreter walks the function's statements in order, with an environment of
+values (reaching definitions: a later ``g = cfg.grad_enabled`` replaces what ``g``
+held) and a *path condition*, the boolean function under which the current statement
+runs. Branches are joined with if-then-else, so ``if A or not grad: flag = False``
+leaves ``flag`` as ``flag and not A and grad``; an early ``return`` narrows the path
+condition of what follows (``raise`` does not: a guard is not another path). Loops run
+their body once, as if it might not run. Nothing here knows of rules or output.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+
+from .bdd import FALSE, TRUE, Manager
+from .index import FunctionInfo, ModuleIndex, dotted, qualify
+from .values import Environment, FunctionRef, Step, Value
+
+_TRAINING_NAME = re.compile(r"^(is_)?train(ing)?(_mode)?$")
+_MODE_KEYWORDS = re.compile(r"^((is_)?train(ing)?(_mode)?|dropout(_p|_prob|_rate)?|p_?dropout|attention_dropout|hidden_dropout|deterministic)$")
+_SELECTION_KEYWORDS = re.compile(r"(^|_)(group|pg|process_group)$")
+_MODE_SWITCHES = {"train": True, "eval": False}
+_NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A forward decision and its value as a boolean function.
+
+    ``kind``: ``flag`` (a forward communication flag set), ``comm`` (whether a forward
+    communication call runs: its path condition, joined over its call sites),
+    ``comm-option`` (a keyword of such a call), ``selection`` (which process group a
+    call uses: any dependence on grad mode counts), ``mode`` (a kernel's training or
+    dropout mode), ``mode-switch`` (``.train()`` / ``.eval()`` runs),
+    ``function-forward-read`` (grad mode read inside ``autograd.Function.forward``).
+    """
+
+    kind: str
+    name: str
+    bdd: int
+    origins: frozenset[ast.AST]
+    node: ast.AST
+    function: str
+    key: tuple[object, ...]
+
+    @property
+    def depends_any_way(self) -> bool:
+        """Does any dependence on grad mode count (not only ``forced off``)?"""
+        return self.kind in ("selection", "mode-switch")
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A call of a function of the module, with what it passes."""
+
+    callee: str
+    skip: int
+    args: tuple[Value | None, ...]  # None: a starred argument (nothing known after it)
+    keywords: tuple[tuple[str, Value], ...]
+    node: ast.Call
+    function: str
+    #: a ``**mapping`` argument: which keywords reach the callee is not known
+    double_star: bool = False
+
+
+@dataclass
+class FunctionResult:
+    decisions: list[Decision] = field(default_factory=list)
+    returns: list[Value] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+    #: (attribute name, value stored, receiver is ``self``)
+    attribute_stores: list[tuple[str, Value]] = field(default_factory=list)
+    #: calls that receive grad mode itself as an argument: (call, argument values)
+    grad_taking_calls: list[tuple[ast.Call, tuple[Value, ...]]] = field(default_factory=list)
+    #: each grad-mode read that became an origin: its statement, its polarity (1 for
+    #: grad mode, 0 for its negation) and the steps its value took from the capture
+    origins: dict[ast.AST, tuple[ast.stmt, int, tuple[Step, ...]]] = field(default_factory=dict)
+    #: flag names read in the forward (not only for ``ctx`` / ``save_for_backward``)
+    forward_reads: set[str] = field(default_factory=set)
+    backward_reads: set[str] = field(default_factory=set)
+
+
+class Context:
+    """What the interpreter asks of the module: shared by every function."""
+
+    def __init__(self, index: ModuleIndex, manager: Manager) -> None:
+        self.index = index
+        self.bdd = manager
+        config = index.config
+        self.grad_functions = frozenset(config.grad_functions)
+        self.inference_functions = frozenset(config.inference_functions)
+        self.grad_names = frozenset(config.grad_names)
+        #: param values every resolved call site agrees on: qualname -> name -> value
+        self.seeds: dict[str, dict[str, Value]] = {}
+        #: params with at least one resolved call site (spelling no longer decides)
+        self.supplied: dict[str, set[str]] = {}
+        #: functions (and properties) returning grad mode: qualname -> value
+        self.returns: dict[str, Value] = {}
+        #: attribute names carrying grad mode module-wide
+        self.attributes: dict[str, Value] = {}
+        #: attribute names assigned something that is not grad mode somewhere
+        self.plain_attributes: set[str] = set()
+
+    def is_flag(self, name: str) -> bool:
+        return self.index.config.is_forward_comm_flag(name)
+
+
+class Interpreter:
+    def __init__(self, context: Context, info: FunctionInfo | None,
+                 overrides: dict[ast.AST, int] | None = None) -> None:
+        self.c = context
+        self.bdd = context.bdd
+        self.info = info
+        self.index = context.index
+        self.qualname = info.qualname if info else "<module>"
+        self.owner = info.owner if info else None
+        self.aliases = self.index.aliases_of(info) if info else self.index.aliases
+        self.overrides = overrides or {}
+        self.result = FunctionResult()
+        self.pc = TRUE
+        self.pc_origins: frozenset[ast.AST] = frozenset()
+        self.statement: ast.stmt | None = None
+        #: join of the path conditions of each communication callee
+        self._comm: dict[str, tuple[int, frozenset[ast.AST], ast.AST]] = {}
+        self._flag_names_assigned: set[str] = set()
+
+    # -- entry ----------------------------------------------------------------------------
+    def run(self) -> FunctionResult:
+        env = Environment()
+        if self.info is None:
+            body = self.index.tree.body
+        else:
+            body = self.info.node.body
+            seeds = self.c.seeds.get(self.qualname, {})
+            supplied = self.c.supplied.get(self.qualname, set())
+            for arg in self.info.params:
+                env.values[arg.arg] = self._parameter(arg, seeds, supplied)
+        self._block(body, env)
+        for callee, (bdd, origins, node) in self._comm.items():
+            self._record("comm", callee, Value(bdd, origins), node, key=("comm", callee))
+        return self.result
+
+    def _parameter(self, arg: ast.arg, seeds: dict[str, Value], supplied: set[str]) -> Value:
+        name = arg.arg
+        if name in seeds:
+            return seeds[name]
+        if name in self.c.grad_names and name not in supplied:
+            return self._grad(1, arg, Step(arg.lineno, arg.col_offset,
+                                           f"parameter `{name}` taken as grad mode (no caller in the module supplies it)"))
+        return self._opaque(("param", self.qualname, name))
+
+    # -- values -----------------------------------------------------------------------------
+    def _opaque(self, key: object, origins: frozenset[ast.AST] = frozenset()) -> Value:
+        return Value(self.bdd.atom(key), origins, ident=key)
+
+    def _grad(self, polarity: int, node: ast.AST, step: Step | None = None,
+              trail: tuple[Step, ...] = ()) -> Value:
+        bdd = self.bdd.grad if polarity > 0 else self.bdd.negate(self.bdd.grad)
+        steps = trail + ((step,) if step else ())
+        return Value(bdd, trail=steps)
+
+    def _read(self, value: Value, node: ast.AST) -> Value:
+        """A read of a pure grad-mode value becomes an origin: where a fix would act."""
+        if self.bdd.is_pure_grad(value.bdd) and value.items is None and value.fields is None:
+            if self.statement is not None:
+                polarity = 1 if value.bdd == self.bdd.grad else 0
+                self.result.origins[node] = (self.statement, polarity, value.trail)
+            return replace(value, origins=frozenset({node}))
+        return value
+
+    # -- statements ---------------------------------------------------------------------------
+    def _block(self, body: list[ast.stmt], env: Environment) -> str | None:
+        """Run ``body``; returns how it ended early (``return``, ``raise``, ``jump``) or None."""
+        for statement in body:
+            ended = self._statement(statement, env)
+            if ended:
+                return ended
+        return None
+
+    def _statement(self, s: ast.stmt, env: Environment) -> str | None:
+        previous, self.statement = self.statement, s
+        try:
+            return self._dispatch(s, env)
+        finally:
+            self.statement = previous
+
+    def _dispatch(self, s: ast.stmt, env: Environment) -> str | None:
+        if isinstance(s, ast.Assign):
+            value = self._control(self.eval(s.value, env))
+            for target in s.targets:
+                self._bind(target, value, env, s)
+        elif isinstance(s, ast.AnnAssign):
+            if s.value is not None:
+                self._bind(s.target, self._control(self.eval(s.value, env)), env, s)
+        elif isinstance(s, ast.AugAssign):
+            old = self.eval(s.target, env, load_for_store=True)
+            new = self._binop(s.op, old, self.eval(s.value, env), s)
+            self._bind(s.target, self._control(new), env, s)
+        elif isinstance(s, ast.Expr):
+            self.eval(s.value, env)
+        elif isinstance(s, ast.If):
+            return self._if(s, env)
+        elif isinstance(s, (ast.While, ast.For, ast.AsyncFor)):
+            return self._loop(s, env)
+        elif isinstance(s, ast.Return):
+            if s.value is not None:
+                self.result.returns.append(self._control(self.eval(s.value, env)))
+            return "return"
+        elif isinstance(s, ast.Raise):
+            if s.exc is not None:
+                self.eval(s.exc, env)
+            return "raise"
+        elif isinstance(s, (ast.Break, ast.Continue)):
+            return "jump"
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            for item in s.items:
+                value = self.eval(item.context_expr, env)
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars, self._opaque(("with", id(item))), env, s)
+                del value
+            return self._block(s.body, env)
+        elif isinstance(s, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            return self._try(s, env)
+        elif isinstance(s, ast.Match):
+            return self._match(s, env)
+        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # decorators, defaults and annotations run here, in the enclosing scope
+            for expression in (*s.decorator_list, *s.args.defaults, *(d for d in s.args.kw_defaults if d)):
+                self.eval(expression, env)
+            info = self.index.by_node.get(s)
+            env.values[s.name] = (
+                Value(TRUE, ident=("function", info.qualname), function=FunctionRef(info.qualname))
+                if info else self._opaque(("def", id(s)))
+            )
+        elif isinstance(s, ast.ClassDef):
+            for expression in (*s.decorator_list, *s.bases, *(k.value for k in s.keywords)):
+                self.eval(expression, env)
+            env.values[s.name] = self._opaque(("class", id(s)))
+        elif isinstance(s, ast.Assert):
+            self.eval(s.test, env)
+        elif isinstance(s, ast.Delete):
+            for target in s.targets:
+                name = dotted(target)
+                if name is not None:
+                    env.values.pop(name, None)
+        return None
+
+    def _control(self, value: Value) -> Value:
+        """A value assigned under a path condition depends on it too."""
+        return value.with_origins(self.pc_origins)
+
+    def _branch(self, condition: int, origins: frozenset[ast.AST], body: list[ast.stmt],
+                env: Environment) -> tuple[Environment, str | None, int, frozenset[ast.AST]]:
+        saved = self.pc, self.pc_origins
+        self.pc = self.bdd.conj(self.pc, condition)
+        self.pc_origins = self.pc_origins | origins
+        branch_env = env.copy()
+        ended = self._block(body, branch_env)
+        final = self.pc, self.pc_origins
+        self.pc, self.pc_origins = saved
+        return branch_env, ended, final[0], final[1]
+
+    def _if(self, s: ast.If, env: Environment) -> str | None:
+        test = self.eval(s.test, env)
+        c = test.bdd
+        then_env, then_end, then_pc, then_origins = self._branch(c, test.origins, s.body, env)
+        else_env, else_end, else_pc, else_origins = self._branch(self.bdd.negate(c), test.origins, s.orelse, env)
+        return self._join(s, c, test.origins, env, (then_env, then_end, then_pc, then_origins),
+                          (else_env, else_end, else_pc, else_origins))
+
+    def _join(self, s: ast.stmt, c: int, c_origins: frozenset[ast.AST], env: Environment,
+              then: tuple[Environment, str | None, int, frozenset[ast.AST]],
+              other: tuple[Environment, str | None, int, frozenset[ast.AST]]) -> str | None:
+        then_env, then_end, then_pc, then_origins = then
+        else_env, else_end, else_pc, else_origins = other
+        flows_then = then_end not in ("return", "raise")
+        flows_else = else_end not in ("return", "raise")
+        # the path condition after: the paths that did not return (a raise is a guard)
+        pc = self.bdd.disj(then_pc if then_end != "return" else FALSE, else_pc if else_end != "return" else FALSE)
+        if pc != self.pc:
+            self.pc = pc
+            self.pc_origins = self.pc_origins | then_origins | else_origins
+        if not flows_then and not flows_else:
+            return "return" if "return" in (then_end, else_end) else "raise"
+        if flows_then and flows_else:
+            joined = self._join_envs(c, c_origins, then_env, else_env)
+        else:
+            joined = then_env if flows_then else else_env
+        assigned = {k for k in (*then_env.values, *else_env.values)
+                    if then_env.values.get(k) is not env.values.get(k) or else_env.values.get(k) is not env.values.get(k)}
+        env.values.clear()
+        env.values.update(joined.values)
+        for name in sorted(assigned):
+            if "." not in name and self.c.is_flag(name) and name in env.values:
+                self._record("flag", name, env.values[name], s, key=("flag-join", name, id(s)))
+        return None
+
+    def _join_envs(self, c: int, c_origins: frozenset[ast.AST], a: Environment, b: Environment) -> Environment:
+        out = Environment()
+        for key in {*a.values, *b.values}:
+            va, vb = a.values.get(key), b.values.get(key)
+            if va is vb and va is not None:
+                out.values[key] = va
+                continue
+            if va is None:
+                va = self._opaque(("unbound", key))
+            if vb is None:
+                vb = self._opaque(("unbound", key))
+            out.values[key] = self._join_values(c, c_origins, va, vb)
+        return out
+
+    def _join_values(self, c: int, c_origins: frozenset[ast.AST], a: Value, b: Value) -> Value:
+        if a == b:
+            return a
+        bdd = self.bdd.ite(c, a.bdd, b.bdd)
+        origins = a.origins | b.origins
+        if a.bdd != b.bdd or a.ident != b.ident:
+            origins |= c_origins
+        items = None
+        if a.items is not None and b.items is not None and len(a.items) == len(b.items):
+            items = tuple(self._join_values(c, c_origins, x, y) for x, y in zip(a.items, b.items))
+        return Value(bdd, origins, ident=a.ident if a.ident == b.ident else None, items=items,
+                     function=a.function if a.function == b.function else None,
+                     trail=a.trail or b.trail)
+
+    def _loop(self, s: ast.While | ast.For | ast.AsyncFor, env: Environment) -> str | None:
+        if isinstance(s, ast.While):
+            test = self.eval(s.test, env)
+        else:
+            iterable = self.eval(s.iter, env)
+            test = self._opaque(("iterates", id(s)), iterable.origins)
+        body_env = env.copy()
+        if not isinstance(s, ast.While):
+            self._bind(s.target, self._opaque(("item", id(s))), body_env, s)
+        saved = self.pc, self.pc_origins
+        self.pc = self.bdd.conj(self.pc, test.bdd)
+        self.pc_origins = self.pc_origins | test.origins
+        ended = self._block(s.body, body_env)
+        self.pc, self.pc_origins = saved
+        if ended not in ("return", "raise"):
+            joined = self._join_envs(test.bdd, test.origins, body_env, env)
+            env.values.clear()
+            env.values.update(joined.values)
+        return self._block(s.orelse, env)
+
+    def _try(self, s: ast.Try, env: Environment) -> str | None:
+        before = env.copy()
+        ended = self._block(s.body, env)
+        if ended is None:
+            ended = self._block(s.orelse, env)
+        for handler in s.handlers:
+            raised = self._opaque(("raised", id(handler)))
+            handler_env = before.copy()
+            if handler.name:
+                handler_env.values[handler.name] = self._opaque(("exception", id(handler)))
+            saved = self.pc
+            handler_end = self._block(handler.body, handler_env)
+            self.pc = saved
+            if handler_end not in ("return", "raise"):
+                if ended in ("return", "raise"):
+                    env.values.clear()
+                    env.values.update(handler_env.values)
+                    ended = handler_end
+                else:
+                    joined = self._join_envs(raised.bdd, frozenset(), handler_env, env)
+                    env.values.clear()
+                    env.values.update(joined.values)
+        final = self._block(s.finalbody, env)
+        return final or ended
+
+    def _match(self, s: ast.Match, env: Environment) -> str | None:
+        subject = self.eval(s.subject, env)
+        branches: list[tuple[int, frozenset[ast.AST], list[ast.stmt]]] = []
+        for case in s.cases:
+            condition = self._opaque(("case", id(case)), subject.origins)
+            if case.guard is not None:
+                guard = self.eval(case.guard, env)
+                condition = Value(self.bdd.conj(condition.bdd, guard.bdd), condition.origins | guard.origins)
+            branches.append((condition.bdd, condition.origins, case.body))
+        return self._chain(s, branches, env)
+
+    def _chain(self, s: ast.stmt, branches: list[tuple[int, frozenset[ast.AST], list[ast.stmt]]],
+               env: Environment) -> str | None:
+        """``if c1: b1 elif c2: b2 ...`` with no final ``else``."""
+        if not branches:
+            return None
+        (c, origins, body), rest = branches[0], branches[1:]
+        then = self._branch(c, origins, body, env)
+        saved = self.pc, self.pc_origins
+        self.pc = self.bdd.conj(self.pc, self.bdd.negate(c))
+        self.pc_origins |= origins
+        else_env = env.copy()
+        else_end = self._chain(s, rest, else_env)
+        other = (else_env, else_end, self.pc, self.pc_origins)
+        self.pc, self.pc_origins = saved
+        return self._join(s, c, origins, env, then, other)
+
+    # -- binding ----------------------------------------------------------------------------
+    def _bind(self, target: ast.AST, value: Value, env: Environment, s: ast.stmt) -> None:
+        if isinstance(target, ast.Name):
+            name = target.id
+            if value.trail and self.bdd.is_pure_grad(value.bdd):
+                value = value.with_step(Step(target.lineno, target.col_offset, f"grad mode held in `{name}`"))
+            for key in [k for k in env.values if k.startswith(name + ".")]:
+                del env.values[key]
+            env.values[name] = value
+            if self.c.is_flag(name):
+                self._record("flag", name, value, s, key=("flag-store", name, id(s)))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self._unpack(target.elts, value, env, s)
+        elif isinstance(target, ast.Attribute):
+            base = dotted(target.value)
+            owner_is_ctx = base is not None and (base == "ctx" or base.startswith("ctx."))
+            if base is not None:
+                env.values[f"{base}.{target.attr}"] = value
+            else:
+                self.eval(target.value, env)
+            if not owner_is_ctx:
+                self.result.attribute_stores.append((target.attr, value))
+                if self.c.is_flag(target.attr):
+                    self._record("flag", target.attr, value, s, key=("flag-store", target.attr, id(s)))
+        elif isinstance(target, ast.Subscript):
+            self.eval(target.value, env)
+            key = target.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and self.c.is_flag(key.value):
+                self._record("flag", key.value, value, s, key=("flag-store", key.value, id(s)))
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, self._opaque(("starred", id(target))), env, s)
+
+    def _unpack(self, targets: list[ast.expr], value: Value, env: Environment, s: ast.stmt) -> None:
+        star = next((i for i, t in enumerate(targets) if isinstance(t, ast.Starred)), None)
+        items = value.items
+        for position, target in enumerate(targets):
+            item: Value | None = None
+            if items is not None:
+                if star is None and len(items) == len(targets):
+                    item = items[position]
+                elif star is not None and position < star and position < len(items):
+                    item = items[position]
+                elif star is not None and position > star:
+                    back = len(targets) - position
+                    if back <= len(items):
+                        item = items[-back]
+            if item is None and isinstance(target, ast.Name):
+                if items is None and target.id in self.c.grad_names:
+                    item = self._grad(1, target, Step(target.lineno, target.col_offset,
+                                                      f"unpacked field `{target.id}` taken as grad mode by its name"))
+                else:
+                    item = self._opaque(("unpacked", id(target)), value.origins)
+            elif item is None:
+                item = self._opaque(("unpacked", id(target)), value.origins)
+            elif item.trail and self.bdd.is_pure_grad(item.bdd) and isinstance(target, ast.Name):
+                item = item.with_step(Step(target.lineno, target.col_offset, f"unpacked into `{target.id}`"))
+            self._bind(target, item, env, s)
+
+    # -- decisions ---------------------------------------------------------------------------
+    def _record(self, kind: str, name: str, value: Value, node: ast.AST, key: tuple[object, ...]) -> None:
+        if self.info is not None and self.info.backward:
+            return
+        if not self.overrides and not self.bdd.depends_on_grad(value.bdd) and kind != "function-forward-read":
+            return
+        self.result.decisions.append(
+            Decision(kind, name, value.bdd, value.origins, node, self.qualname, key)
+        )
+
+    # -- expressions ---------------------------------------------------------------------------
+    def eval(self, node: ast.AST, env: Environment, load_for_store: bool = False) -> Value:
+        if node in self.overrides:
+            return Value(self.overrides[node])
+        method = getattr(self, "_e_" + type(node).__name__, None)
+        if method is None:
+            origins = frozenset().union(*(self.eval(c, env).origins for c in ast.iter_child_nodes(node)
+                                          if isinstance(c, ast.expr) and not isinstance(c, _NEW_SCOPES)))
+            return self._opaque(("expr", id(node)), origins)
+        return method(node, env)
+
+    def _e_Constant(self, node: ast.Constant, env: Environment) -> Value:
+        return Value(TRUE if node.value else FALSE, ident=("const", repr(node.value)))
+
+    def _e_Name(self, node: ast.Name, env: Environment) -> Value:
+        value = env.values.get(node.id)
+        if value is None:
+            value = self._free(node)
+        if self.c.is_flag(node.id):
+            reads = self.result.forward_reads if not self._backward_context() else self.result.backward_reads
+            reads.add(node.id)
+        return self._read(value, node)
+
+    def _free(self, node: ast.Name) -> Value:
+        """A name the function does not bind: a module function or class, an import, a
+        closure's variable (seen with the enclosing function's parameters), a global."""
+        name = node.id
+        if name in self.index.functions and self.index.functions[name].owner is None:
+            return Value(TRUE, ident=("function", name), function=FunctionRef(name))
+        if name in self.index.classes:
+            return Value(TRUE, ident=("class", name), function=FunctionRef(name))
+        qualified = qualify(name, self.aliases)
+        if qualified in self.c.grad_functions or qualified in self.c.inference_functions:
+            return Value(TRUE, ident=("grad-function", 1 if qualified in self.c.grad_functions else -1))
+        if name in self.c.grad_names and (
+            (self.info is not None and ".<locals>." in self.qualname) or name not in self.index.module_names
+        ):
+            return self._grad(1, node, Step(node.lineno, node.col_offset,
+                                            f"`{name}` taken as grad mode by its name (nothing in the module binds it)"))
+        return self._opaque(("global", name))
+
+    def _backward_context(self) -> bool:
+        s = self.statement
+        if isinstance(s, ast.Assign) and any(
+            isinstance(t, ast.Attribute) and (dotted(t.value) or "").split(".")[0] == "ctx" for t in s.targets
+        ):
+            return True
+        return (
+            isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+            and isinstance(s.value.func, ast.Attribute) and s.value.func.attr in ("save_for_backward", "mark_non_differentiable")
+        )
+
+    def _e_Attribute(self, node: ast.Attribute, env: Environment, load_for_store: bool = False) -> Value:
+        known = self._known_path(node, env)
+        if known is not None:
+            return known
+        return self._attribute(node, self.eval(node.value, env))
+
+    def _known_path(self, node: ast.Attribute, env: Environment) -> Value | None:
+        """``torch.is_grad_enabled`` (the function), or a path the function assigned."""
+        path = dotted(node)
+        if path is None:
+            return None
+        qualified = qualify(path, self.aliases)
+        if qualified in self.c.grad_functions or qualified in self.c.inference_functions:
+            return Value(TRUE, ident=("grad-function", 1 if qualified in self.c.grad_functions else -1))
+        if path in env.values:
+            return self._read(env.values[path], node)
+        return None
+
+    def _attribute(self, node: ast.Attribute, base: Value) -> Value:
+        found = base.field(node.attr)
+        if found is not None:
+            return self._read(found, node)
+        attr = node.attr
+        if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") and self.owner:
+            method = self.index.method(self.owner, attr)
+            if method and method in self.c.returns and self.index.functions[method].is_property:
+                value = self.c.returns[method]
+                return self._read(value.with_step(Step(node.lineno, node.col_offset, f"property `{attr}` returns grad mode")), node)
+        if attr in self.c.attributes:
+            return self._read(self.c.attributes[attr], node)
+        if attr in self.c.grad_names and attr not in self.c.plain_attributes:
+            value = self._grad(1, node, Step(node.lineno, node.col_offset,
+                                             f"field `{attr}` taken as grad mode by its name"))
+            return self._read(value, node)
+        if base.function is not None and attr == "apply":
+            klass = self.index.classes.get(base.function.qualname)
+            forward = self.index.method(base.function.qualname, "forward") if klass and klass.autograd_function else None
+            if forward:
+                return Value(TRUE, ident=("function", forward), function=FunctionRef(forward, skip=1))
+        if base.function is not None and base.function.qualname in self.index.classes:
+            method = self.index.method(base.function.qualname, attr)
+            if method:
+                return Value(TRUE, ident=("function", method), function=FunctionRef(method))
+        if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") and self.owner:
+            method = self.index.method(self.owner, attr)
+            if method and not self.index.functions[method].is_property:
+                skip = 0 if self.index.functions[method].static else 1
+                return Value(TRUE, ident=("function", method), function=FunctionRef(method, skip=skip))
+        return self._opaque(("attr", base.ident if base.ident is not None else ("v", base.bdd), attr), base.origins)
+
+    def _e_Subscript(self, node: ast.Subscript, env: Environment) -> Value:
+        base = self.eval(node.value, env)
+        key = node.slice
+        self.eval(key, env)
+        if isinstance(key, ast.Constant):
+            if isinstance(key.value, int) and base.items is not None and -len(base.items) <= key.value < len(base.items):
+                return self._read(base.items[key.value], node)
+            if isinstance(key.value, str):
+                found = base.field(key.value)
+                if found is not None:
+                    return self._read(found, node)
+        return self._opaque(("item", base.ident if base.ident is not None else ("v", base.bdd), ast.dump(key)), base.origins)
+
+    def _e_BoolOp(self, node: ast.BoolOp, env: Environment) -> Value:
+        values = [self.eval(v, env) for v in node.values]
+        combine = self.bdd.conj if isinstance(node.op, ast.And) else self.bdd.disj
+        bdd = values[0].bdd
+        for value in values[1:]:
+            bdd = combine(bdd, value.bdd)
+        return Value(bdd, frozenset().union(*(v.origins for v in values)))
+
+    def _e_UnaryOp(self, node: ast.UnaryOp, env: Environment) -> Value:
+        operand = self.eval(node.operand, env)
+        if isinstance(node.op, ast.Not):
+            negated = Value(self.bdd.negate(operand.bdd), operand.origins, trail=operand.trail)
+            return negated
+        return self._opaque(("unary", id(node)), operand.origins)
+
+    def _binop(self, op: ast.operator, left: Value, right: Value, node: ast.AST) -> Value:
+        origins = left.origins | right.origins
+        if isinstance(op, (ast.BitAnd, ast.Mult)):
+            return Value(self.bdd.conj(left.bdd, right.bdd), origins)
+        if isinstance(op, ast.BitOr):
+            return Value(self.bdd.disj(left.bdd, right.bdd), origins)
+        if isinstance(op, ast.BitXor):
+            return Value(self.bdd.xor(left.bdd, right.bdd), origins)
+        if isinstance(op, ast.Add) and left.items is not None and right.items is not None:
+            return Value(TRUE, origins, items=(*left.items, *right.items))
+        return self._opaque(("binop", id(node)), origins)
+
+    def _e_BinOp(self, node: ast.BinOp, env: Environment) -> Value:
+        return self._binop(node.op, self.eval(node.left, env), self.eval(node.right, env), node)
+
+    def _e_Compare(self, node: ast.Compare, env: Environment) -> Value:
+        left = self.eval(node.left, env)
+        rights = [self.eval(c, env) for c in node.comparators]
+        origins = left.origins.union(*(r.origins for r in rights))
+        if len(rights) == 1 and isinstance(node.comparators[0], ast.Constant) and isinstance(node.comparators[0].value, bool):
+            op, constant = node.ops[0], node.comparators[0].value
+            if isinstance(op, (ast.Eq, ast.Is, ast.NotEq, ast.IsNot)):
+                positive = isinstance(op, (ast.Eq, ast.Is)) == constant
+                return Value(left.bdd if positive else self.bdd.negate(left.bdd), origins)
+        key = ("compare", tuple(type(o).__name__ for o in node.ops),
+               tuple(v.ident if v.ident is not None else ("v", v.bdd) for v in (left, *rights)))
+        return self._opaque(key, origins)
+
+    def _e_IfExp(self, node: ast.IfExp, env: Environment) -> Value:
+        test = self.eval(node.test, env)
+        body, orelse = self.eval(node.body, env), self.eval(node.orelse, env)
+        return self._join_values(test.bdd, test.origins, body, orelse)
+
+    def _e_NamedExpr(self, node: ast.NamedExpr, env: Environment) -> Value:
+        value = self.eval(node.value, env)
+        self._bind(node.target, self._control(value), env, self.statement or node)  # type: ignore[arg-type]
+        return value
+
+    def _e_Tuple(self, node: ast.Tuple | ast.List, env: Environment) -> Value:
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            values = [self.eval(e, env) for e in node.elts]
+            return self._opaque(("sequence", id(node)), frozenset().union(*(v.origins for v in values)))
+        items = tuple(self.eval(e, env) for e in node.elts)
+        return Value(TRUE if items else FALSE, frozenset(), ident=("sequence", id(node)), items=items)
+
+    _e_List = _e_Tuple
+
+    def _e_Dict(self, node: ast.Dict, env: Environment) -> Value:
+        fields = []
+        for key, value in zip(node.keys, node.values):
+            evaluated = self.eval(value, env)
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                fields.append((key.value, evaluated))
+                if self.c.is_flag(key.value) and self.statement is not None:
+                    self._record("flag", key.value, evaluated, self.statement, key=("flag-key", key.value, id(value)))
+            elif key is not None:
+                self.eval(key, env)
+        return Value(TRUE if node.keys else FALSE, ident=("dict", id(node)), fields=tuple(fields))
+
+    def _e_Lambda(self, node: ast.Lambda, env: Environment) -> Value:
+        return self._opaque(("lambda", id(node)))
+
+    def _e_Starred(self, node: ast.Starred, env: Environment) -> Value:
+        return self.eval(node.value, env)
+
+    # -- calls --------------------------------------------------------------------------------
+    def _e_Call(self, node: ast.Call, env: Environment) -> Value:
+        receiver: Value | None = None
+        if isinstance(node.func, ast.Attribute):
+            callee = self._known_path(node.func, env)
+            if callee is None:
+                receiver = self.eval(node.func.value, env)
+                callee = self._attribute(node.func, receiver)
+        else:
+            callee = self.eval(node.func, env)
+        args = [self.eval(a, env) for a in node.args]
+        keywords = [(k.arg, self.eval(k.value, env)) for k in node.keywords]
+        origins = frozenset().union(*(v.origins for v in args), *(v.origins for _, v in keywords))
+        grad = self._grad_source(node, callee, args)
+        if grad is not None:
+            return grad
+        bound = tuple((k, v) for k, v in keywords if k)
+        builtin = self._builtin(node, args, origins, receiver, bound)
+        if builtin is not None:
+            return builtin
+        self._decisions_of_call(node, args, keywords)
+        if any(self.bdd.is_pure_grad(v.bdd) for v in (*args, *(v for _, v in keywords))):
+            before = (receiver,) if receiver is not None else ()
+            self.result.grad_taking_calls.append((node, (*before, *args, *(v for _, v in keywords))))
+        target = callee.function
+        if target is not None:
+            return self._call_module_function(node, target, args, keywords, origins)
+        return self._opaque(("call", id(node)), origins)
+
+    def _grad_source(self, node: ast.Call, callee: Value, args: list[Value]) -> Value | None:
+        ident = callee.ident
+        if isinstance(ident, tuple) and ident and ident[0] == "grad-function" and not node.args:
+            polarity = int(ident[1])  # type: ignore[call-overload]
+            text = dotted(node.func) or "grad mode"
+            step = Step(node.lineno, node.col_offset, f"grad mode captured: `{text}()`")
+            value = self._read(self._grad(polarity, node, step), node)
+            if self.info is not None and self.info.autograd_forward:
+                self.result.decisions.append(Decision("function-forward-read", text, value.bdd, value.origins, node,
+                                                      self.qualname, ("function-forward-read", id(node))))
+            return value
+        func = node.func
+        if (
+            isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "getattr"
+            and len(func.args) >= 2 and isinstance(func.args[1], ast.Constant)
+        ):
+            owner = dotted(func.args[0])
+            if owner is not None:
+                qualified = f"{qualify(owner, self.aliases)}.{func.args[1].value}"
+                for polarity, names in ((1, self.c.grad_functions), (-1, self.c.inference_functions)):
+                    if qualified in names:
+                        step = Step(node.lineno, node.col_offset, f"grad mode captured: `getattr(..., {func.args[1].value!r})()`")
+                        return self._read(self._grad(polarity, node, step), node)
+        return None
+
+    def _builtin(self, node: ast.Call, args: list[Value], origins: frozenset[ast.AST],
+                 receiver: Value | None, bound: tuple[tuple[str, Value], ...] = ()) -> Value | None:
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) and func.id not in self.index.functions else None
+        if name == "bool" and len(args) == 1 and not node.keywords:
+            return args[0]
+        if name in ("min", "max") and len(args) >= 2 and not node.keywords:
+            combine = self.bdd.conj if name == "min" else self.bdd.disj
+            bdd = args[0].bdd
+            for value in args[1:]:
+                bdd = combine(bdd, value.bdd)
+            return Value(bdd, origins)
+        if name in ("any", "all") and len(args) == 1 and args[0].items is not None:
+            combine = self.bdd.conj if name == "all" else self.bdd.disj
+            bdd = TRUE if name == "all" else FALSE
+            for value in args[0].items:
+                bdd = combine(bdd, value.bdd)
+            return Value(bdd, frozenset().union(*(v.origins for v in args[0].items)))
+        if isinstance(func, ast.Attribute) and func.attr == "get" and node.args:
+            key = node.args[0]
+            if receiver is not None and isinstance(key, ast.Constant) and isinstance(key.value, str):
+                found = receiver.field(key.value)
+                if found is not None:
+                    return self._read(found, node)
+        qualified = qualify(dotted(func) or "", self.aliases)
+        if qualified in ("functools.partial", "partial") and args and args[0].function is not None:
+            ref = args[0].function
+            return Value(TRUE, ident=("partial", id(node)),
+                         function=replace(ref, args=(*ref.args, *args[1:]), keywords=(*ref.keywords, *bound)))
+        return None
+
+    def _decisions_of_call(self, node: ast.Call, args: list[Value], keywords: list[tuple[str | None, Value]]) -> None:
+        func = node.func
+        comm = self.index.is_comm_callee(func, self.aliases)
+        resolved = None if comm else self.index.resolve(func, self.owner, self.aliases)
+        if not comm and resolved is not None and resolved[0] in self.index.communicates:
+            comm = True
+        if comm:
+            name = resolved[0] if resolved is not None else (
+                dotted(func) or (func.attr if isinstance(func, ast.Attribute) else "call"))
+            bdd, origins, first = self._comm.get(name, (FALSE, frozenset(), node))
+            self._comm[name] = (self.bdd.disj(bdd, self.pc), origins | self.pc_origins, first)
+            for keyword, value in keywords:
+                if keyword is None:
+                    continue
+                kind = "selection" if _SELECTION_KEYWORDS.search(keyword) else "comm-option"
+                self._record(kind, keyword, value, node, key=(kind, keyword, id(node)))
+        for keyword, value in keywords:
+            if keyword is None:
+                continue
+            if not comm and self.c.is_flag(keyword):
+                self._record("flag", keyword, value, node, key=("flag-keyword", keyword, id(node)))
+            elif _MODE_KEYWORDS.match(keyword) and resolved is None:  # a function we see decides inside
+                self._record("mode", keyword, value, node, key=("mode", keyword, id(node)))
+        for position, (argument, value) in enumerate(zip(node.args, args)):
+            if any(
+                _TRAINING_NAME.match(n.id if isinstance(n, ast.Name) else n.attr)
+                for n in ast.walk(argument) if isinstance(n, (ast.Name, ast.Attribute))
+            ):
+                self._record("mode", f"argument {position + 1}", value, node, key=("mode", position, id(node)))
+        if isinstance(func, ast.Attribute) and func.attr in _MODE_SWITCHES:
+            on = _MODE_SWITCHES[func.attr]
+            mode = args[0].bdd if (func.attr == "train" and args) else (TRUE if on else FALSE)
+            runs = self.pc if on else self.bdd.negate(self.pc)
+            value = Value(self.bdd.conj(runs, mode) if on else runs, self.pc_origins | (args[0].origins if args else frozenset()))
+            self._record("mode-switch", f".{func.attr}()", value, node, key=("mode-switch", id(node)))
+
+    def _call_module_function(self, node: ast.Call, target: FunctionRef, args: list[Value],
+                              keywords: list[tuple[str | None, Value]], origins: frozenset[ast.AST]) -> Value:
+        qualname = target.qualname
+        skip = target.skip
+        if qualname in self.index.classes:
+            init = self.index.method(qualname, "__init__")
+            klass = self.index.classes[qualname]
+            if init is None:
+                fields = list(zip(klass.fields, (*target.args, *args)))
+                fields += [(k, v) for k, v in (*target.keywords, *keywords) if k]
+                return Value(TRUE, origins, ident=("instance", id(node)), fields=tuple(fields))
+            qualname, skip = init, 1
+        elif isinstance(node.func, (ast.Name, ast.Attribute)):
+            resolved = self.index.resolve(node.func, self.owner, self.aliases)
+            if resolved is not None and resolved[0] == qualname:
+                skip = resolved[1]
+        all_args: list[Value | None] = [*target.args]
+        starred = False
+        for argument, value in zip(node.args, args):
+            if isinstance(argument, ast.Starred):
+                starred = True
+            all_args.append(None if starred else value)
+        all_keywords = [(k, v) for k, v in (*target.keywords, *keywords) if k]
+        double_star = any(k is None for k, _ in keywords)
+        if qualname in self.index.functions:
+            self.result.calls.append(CallSite(qualname, skip, tuple(all_args), tuple(all_keywords), node,
+                                              self.qualname, double_star))
+        returned = self.c.returns.get(qualname)
+        if returned is not None:
+            step = Step(node.lineno, node.col_offset, f"`{qualname}()` returns grad mode")
+            return self._read(replace(returned, trail=(*returned.trail, step)), node)
+        return self._opaque(("call", id(node)), origins)
+
+
+def interpret(context: Context, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None) -> FunctionResult:
+    return Interpreter(context, info, overrides).run()
+
+
+def pure_grad_values(values: Iterable[Value], bdd: Manager) -> Value | None:
+    """The one grad-mode value all of ``values`` are (same polarity), else None."""
+    chosen: Value | None = None
+    for value in values:
+        if not bdd.is_pure_grad(value.bdd):
+            return None
+        if chosen is None:
+            chosen = value
+        elif chosen.bdd != value.bdd:
+            return None
+    return chosen
+
+
+__all__ = ["CallSite", "Context", "Decision", "FunctionResult", "Interpreter", "interpret", "pure_grad_values",
+           "Callable"]

@@ -1,0 +1,79 @@
+"""Abstract values: what the interpreter knows of an expression's value.
+
+Every value has a *truthiness*, a boolean function (:mod:`gradgate.model.bdd`) of grad
+mode and of atoms standing for what is not known (a parameter, a call's result, a
+comparison). A value picked by a branch (``group = a if c else b``) is the function
+``c and a or not c and b`` of the atoms of ``a`` and ``b``: the same diagram then says
+both whether it is truthy and which value it is. ``origins`` are the grad-mode reads
+whose value reached it, by data or by control; ``trail`` the steps a pure grad-mode
+value took from its capture (for the path shown with a finding).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field, replace
+from typing import Union
+
+from .bdd import FALSE, TRUE
+
+
+@dataclass(frozen=True)
+class Step:
+    """One place grad mode passed through: ``node``'s position, and what happened."""
+
+    line: int
+    column: int  # 0-based, in UTF-8 bytes as ast gives it
+    message: str
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """A function (or class) of the module as a value: ``fn = _Linear.apply``, or
+    ``functools.partial(helper, training=g)`` with its bound arguments."""
+
+    qualname: str
+    #: leading parameters the call does not pass (``ctx`` of ``Function.apply``)
+    skip: int = 0
+    args: tuple["Value", ...] = ()
+    keywords: tuple[tuple[str, "Value"], ...] = ()
+
+
+@dataclass(frozen=True)
+class Value:
+    bdd: int
+    origins: frozenset[ast.AST] = frozenset()
+    #: an identity for values that are not booleans (an atom's key), else None
+    ident: object = None
+    items: tuple["Value", ...] | None = None
+    fields: tuple[tuple[str, "Value"], ...] | None = None
+    function: FunctionRef | None = None
+    trail: tuple[Step, ...] = ()
+
+    def field(self, name: str) -> Union["Value", None]:
+        for key, value in self.fields or ():
+            if key == name:
+                return value
+        return None
+
+    def with_origins(self, origins: frozenset[ast.AST]) -> "Value":
+        if not origins or origins <= self.origins:
+            return self
+        return replace(self, origins=self.origins | origins)
+
+    def with_step(self, step: Step) -> "Value":
+        return replace(self, trail=(*self.trail, step)) if self.trail else self
+
+
+TRUE_VALUE = Value(TRUE)
+FALSE_VALUE = Value(FALSE)
+
+
+@dataclass
+class Environment:
+    """Values of names (``x``) and attribute paths (``self.x``) at one program point."""
+
+    values: dict[str, Value] = field(default_factory=dict)
+
+    def copy(self) -> "Environment":
+        return Environment(dict(self.values))

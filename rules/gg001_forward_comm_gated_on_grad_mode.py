@@ -1,0 +1,194 @@
+"""GG001: a forward communication decision gated on grad mode."""
+
+from __future__ import annotations
+
+from gradgate.rule import Invalid, Rule, Valid
+
+
+class ForwardCommGatedOnGradMode(Rule):
+    """
+    ## What it does
+    Flags an assignment to a forward-path communication or overlap flag (a name such as
+    `ub_overlap_ag_fprop`, `ub_overlap_rs`, `*_all_gather_*`) whose value is an `and`
+    chain holding the autograd grad mode: `torch.is_grad_enabled()` (under any import
+    alias), a local assigned from it, or a variable, parameter or attribute named
+    `is_grad_enabled` / `grad_enabled`.
+
+    ## Why is this bad?
+    Grad mode says whether autograd records the forward for a backward pass; it says
+    nothing about how the forward should communicate. Under `torch.no_grad()` (inference,
+    and the first forward of reentrant activation checkpointing) such a flag silently
+    turns off a communication/GEMM overlap the caller explicitly asked for, so two
+    identical forwards take different paths: the checkpointed forward loses the overlap,
+    and inference runs the slow path. This is TransformerEngine issue #2902.
+
+    Backward-path flags (`*dgrad*`, `*wgrad*`, `ub_bulk_*`, anything stored on `ctx`)
+    and the opposite polarity (`flag and not is_grad_enabled`, refusing a path that has
+    no backward while grad is on) are legitimate and not reported.
+
+    ## Example
+    ```python
+    ub_overlap_ag_fprop = (
+        ub_overlap_ag_fprop and is_grad_enabled and not return_layernorm_output
+    )
+    ```
+
+    ## Use instead
+    ```python
+    ub_overlap_ag_fprop = (
+        ub_overlap_ag_fprop and not return_layernorm_output
+    )
+    ```
+
+    ## Fix safety
+    The fix removes the grad-mode operand and one adjoining `and`, and nothing else:
+    parentheses, line breaks and comments stay. It changes behaviour on purpose: the
+    forward now takes the requested overlap path under `no_grad` too. That is safe when
+    the path needs nothing that only exists while grad is on (TransformerEngine's
+    LayerNormLinear all-gather overlap does not; the `gradgate harness` proves it on
+    GPUs). When removing the operand would drop a comment the finding is reported
+    without a fix, and so is `flag &= <grad mode>` alone (the fix would delete a
+    statement, maybe the only one of its block); `flag &= x and <grad mode>` is fixed.
+
+    ## References
+    - TransformerEngine issue #2902: https://github.com/NVIDIA/TransformerEngine/issues/2902
+    - The upstream fix, TransformerEngine PR #3546: https://github.com/NVIDIA/TransformerEngine/pull/3546
+    - TransformerEngine issue #1398 (the same gate, reported earlier)
+    """
+
+    CODE = "GG001"
+    NAME = "forward-comm-gated-on-grad-mode"
+    MESSAGE = "forward communication gated on grad mode"
+    DECISIONS = frozenset({"flag", "comm", "comm-option", "selection"})
+
+    VALID = [
+        Valid("backward_needs_input = is_grad_enabled and weight_requires_grad\n"),
+        Valid("ub_overlap_rs_dgrad = ub_overlap_rs_dgrad and is_grad_enabled\n"),
+        Valid("ub_bulk_wgrad = ub_bulk_wgrad and is_grad_enabled\n"),
+        Valid("ctx.ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n"),
+        Valid("import torch\nfast_path = fast_path and not torch.is_grad_enabled()\n"),
+        Valid("ub_overlap_ag = ub_overlap_ag and not is_grad_enabled\n"),
+        Valid(
+            "quantizer.set_usage(rowwise=True, columnwise=is_grad_enabled and not fsdp2)\n"
+        ),
+        Valid("if is_grad_enabled:\n    ctx.save_for_backward(x)\n"),
+        Valid("ub_overlap_ag = ub_overlap_ag and not return_layernorm_output\n"),
+        Valid("import torch\nub_overlap_ag = torch.is_grad_enabled\n"),
+        Valid("def is_grad_enabled(): ...\nub_overlap_ag = ub_overlap_ag and some.is_grad_enabled()\n"),
+    ]
+    INVALID = [
+        Invalid(
+            # grad mode forcing a path on is a gate too: without it the path is the caller's
+            "ub_overlap_ag = ub_overlap_ag or is_grad_enabled\n",
+            line=1,
+            column=34,
+        ),
+        Invalid(
+            "ub_overlap_ag_fprop = (\n"
+            "    ub_overlap_ag_fprop and is_grad_enabled and not return_layernorm_output\n"
+            ")\n",
+            line=2,
+            column=29,
+            expected_replacement="ub_overlap_ag_fprop = (\n"
+            "    ub_overlap_ag_fprop and not return_layernorm_output\n"
+            ")\n",
+        ),
+        Invalid(
+            "ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n",
+            line=1,
+            column=35,
+            expected_replacement="",
+        ),
+        Invalid(
+            "import torch as th\nub_overlap_ag = th.is_grad_enabled() and ub_overlap_ag\n",
+            line=2,
+            column=17,
+            expected_replacement="import torch as th\n",
+        ),
+        Invalid(
+            "from torch import is_grad_enabled as grad_on\n"
+            "def f(ub_overlap_ag, x):\n"
+            "    ub_overlap_ag = ub_overlap_ag and grad_on() and x\n",
+            line=3,
+            column=39,
+            expected_replacement="from torch import is_grad_enabled as grad_on\n"
+            "def f(ub_overlap_ag, x):\n"
+            "    ub_overlap_ag = ub_overlap_ag and x\n",
+        ),
+        Invalid(
+            "import torch\n"
+            "def forward(self, x):\n"
+            "    grad = torch.is_grad_enabled()\n"
+            "    self.all_gather_overlap = self.all_gather_overlap and grad\n",
+            line=4,
+            column=59,
+            expected_replacement="import torch\n"
+            "def forward(self, x):\n"
+            "    grad = torch.is_grad_enabled()\n",
+        ),
+        Invalid(
+            "ub_overlap_ag = (\n"
+            "    ub_overlap_ag  # requested by the user\n"
+            "    and args.is_grad_enabled  # why?\n"
+            "    and not return_layernorm_output_gathered\n"
+            ")\n",
+            line=3,
+            column=9,
+            expected_replacement=None,
+        ),
+        Invalid(
+            "ub_overlap_ag = (\n"
+            "    ub_overlap_ag\n"
+            "    and is_grad_enabled  # only while training\n"
+            "    and not return_layernorm_output_gathered\n"
+            ")\n",
+            line=3,
+            column=9,
+            expected_replacement="ub_overlap_ag = (\n"
+            "    ub_overlap_ag  # only while training\n"
+            "    and not return_layernorm_output_gathered\n"
+            ")\n",
+        ),
+        Invalid(
+            "ub_overlap_ag: bool = ub_overlap_ag and (grad_enabled and not x)\n",
+            line=1,
+            column=42,
+            expected_replacement="ub_overlap_ag: bool = ub_overlap_ag and (not x)\n",
+        ),
+        Invalid(
+            "def f(ub_overlap_ag, is_grad_enabled):\n"
+            "    ub_overlap_ag &= is_grad_enabled\n"
+            "    return ub_overlap_ag\n",
+            line=2,
+            column=22,
+            expected_replacement="def f(ub_overlap_ag, is_grad_enabled):\n    return ub_overlap_ag\n",
+        ),
+        Invalid(
+            "ub_overlap_ag &= is_grad_enabled and not x\n",
+            line=1,
+            column=18,
+            expected_replacement="ub_overlap_ag &= not x\n",
+        ),
+        Invalid(
+            "ub_overlap_ag = ub_overlap_ag and is_grad_enabled and torch.is_grad_enabled()\n",
+            line=1,
+            column=35,
+            count=2,
+            expected_replacement="",
+        ),
+    ]
+
+    @classmethod
+    def describe(cls, decision, read: str) -> str:
+        name = decision.name
+        if decision.kind == "flag":
+            return (f"forward communication flag `{name}` is gated on grad mode (`{read}`): "
+                    "under torch.no_grad() the requested path is silently dropped")
+        if decision.kind == "comm":
+            return (f"forward communication `{name}(...)` is gated on grad mode (`{read}`): "
+                    "under torch.no_grad() it is silently skipped")
+        if decision.kind == "selection":
+            return (f"the process group (`{name}=`) of a forward collective is chosen by grad mode (`{read}`): "
+                    "the no_grad forward communicates in another group than the recompute")
+        return (f"option `{name}=` of a forward collective is gated on grad mode (`{read}`): "
+                "under torch.no_grad() the collective runs differently")
