@@ -399,10 +399,15 @@ def _edit(old: str, new: str) -> Edit:
     while end < limit - start and old[len(old) - 1 - end] == new[len(new) - 1 - end]:
         end += 1
 
+    starts = [0]
+    for piece in split_lines(old):
+        starts.append(starts[-1] + len(piece))
+
     def position(offset: int) -> tuple[int, int]:
-        line = old.count("\n", 0, offset) + 1  # CR-only files: the fix region stays on its lines
-        column = offset - (old.rfind("\n", 0, offset) + 1)
-        return line, column + 1
+        import bisect
+
+        line = max(1, bisect.bisect_right(starts, offset) if offset < starts[-1] else len(starts) - 1)
+        return line, offset - starts[line - 1] + 1
 
     line, column = position(start)
     end_line, end_column = position(len(old) - end)
@@ -474,9 +479,15 @@ def lint_source(
 def attach_edits(result: FileResult, config: Config) -> FileResult:
     """``result`` with each fixable finding's text :class:`Edit` (what editors and
     SARIF consumers apply); a check leaves them out, so that it never needs LibCST."""
-    if result.source is None or result.error is not None or not any(f.applicability for f in result.findings):
+    if result.error is not None or not any(f.applicability for f in result.findings):
         return result
-    edited = lint_source(result.path, result.source, config, edits=True)
+    data = result.source
+    if data is None:  # a cached result: a warm run reads no file it need not
+        try:
+            data = read_source(result.path).data
+        except SourceError:
+            return result
+    edited = lint_source(result.path, data, config, edits=True)
     if edited.error is not None or len(edited.findings) != len(result.findings):
         return result
     from dataclasses import replace

@@ -40,7 +40,9 @@ def decode_check(data: bytes) -> str:
     if b"\x00" in data:
         raise SourceError("binary file: it contains NUL bytes")
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        # CPython's tokenizer ends a line at a lone CR too (io's readline does not)
+        lines = iter(data.splitlines(keepends=True))
+        encoding, _ = tokenize.detect_encoding(lambda: next(lines, b""))
     except SyntaxError as exc:
         if not _COOKIE.search(b"\n".join(data.splitlines()[:2])):
             # no declaration at all: the first lines are simply not UTF-8

@@ -152,16 +152,18 @@ def test_fixed_overlay_from_the_pypi_wheel(te_copy, tmp_path):
         "        )",
     ]
     lnm = (root / LNM).read_text().splitlines()
+    # line 389 would read `ub_overlap_rs = ub_overlap_rs` (pylint W0127): deleted instead
     assert lnm[387:389] == [
         "        ub_overlap_ag = ub_overlap_ag and not return_layernorm_output_gathered",
-        "        ub_overlap_rs = ub_overlap_rs",
+        "",
     ]
     assert [(c.path, c.hunks) for c in changed] == [
         (LNL, [{"original": [213, 213], "fixed": [213, 213]}]),
-        (LNM, [{"original": [388, 389], "fixed": [388, 389]}]),
+        (LNM, [{"original": [388, 389], "fixed": [388, 388]}]),
     ]
     assert "-            ub_overlap_ag_fprop and is_grad_enabled and not return_layernorm_output\n" in changed[0].diff
-    assert "+        ub_overlap_rs = ub_overlap_rs\n" in changed[1].diff
+    assert "-        ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n" in changed[1].diff
+    assert "+        ub_overlap_rs" not in changed[1].diff
 
     # shared libraries are symlinks to the originals; every other file is a byte-identical copy
     for lib in (core, ext):

@@ -31,7 +31,7 @@ from gradgate.source import SourceError, write_atomic
 BUGGY = (
     "import torch\n\n\n"
     "def forward(x, ub_overlap_ag):\n"
-    "    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled()\n"
+    "    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled() and x\n"
     "    return ub_overlap_ag\n"
 )
 FIXED = BUGGY.replace(" and torch.is_grad_enabled()", "")
@@ -207,9 +207,9 @@ def test_encode_fixed_of_a_large_file_with_a_bom_and_no_change():
 
 
 CP932_BUGGY = b"# -*- coding: cp932 -*-\n# \x87\x90\n" + BUGGY.encode().replace(
-    b"is_grad_enabled()\n", b"is_grad_enabled()  # \x87\x90\n", 1)
+    b"is_grad_enabled() and x\n", b"is_grad_enabled() and x  # \x87\x90\n", 1)
 CP932_FIXED = b"# -*- coding: cp932 -*-\n# \x87\x90\n" + FIXED.encode().replace(
-    b"ub_overlap_ag = ub_overlap_ag\n", b"ub_overlap_ag = ub_overlap_ag  # \x87\x90\n", 1)
+    b"ub_overlap_ag = ub_overlap_ag and x\n", b"ub_overlap_ag = ub_overlap_ag and x  # \x87\x90\n", 1)
 
 
 def test_fix_of_a_cp932_file_changes_only_the_edit(tmp_path):
@@ -228,7 +228,7 @@ def test_fix_diff_is_in_the_files_encoding_and_git_applies(tmp_path):
     crlf.write_bytes(BUGGY.replace("\n", "\r\n").encode().rstrip(b"\r\n"))
     result = run_cli("fix", "--diff", "--no-cache", ".", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert b"+    ub_overlap_ag = ub_overlap_ag  # \x87\x90\n" in result.stdout
+    assert b"+    ub_overlap_ag = ub_overlap_ag and x  # \x87\x90\n" in result.stdout
     (tmp_path / "fix.patch").write_bytes(result.stdout)
     subprocess.run(["git", "apply", "fix.patch"], **git)
     assert (tmp_path / "m.py").read_bytes() == CP932_FIXED
@@ -276,14 +276,15 @@ def test_overlay_refuses_the_installed_package_and_its_site_packages(tmp_path, w
 def test_harness_command_refuses_a_foreign_overlay_dir_with_exit_2(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from gradgate.harness import launcher, overlay
+    from gradgate.harness import cli as harness_cli
+    from gradgate.harness import overlay
 
     package = _fake_te(tmp_path)
     monkeypatch.setattr(overlay, "locate_installed_package", lambda name="transformer_engine": package)
     precious = tmp_path / "home"
     precious.mkdir()
     (precious / "notes.txt").write_text("keep\n")
-    result = CliRunner().invoke(launcher.harness, [
+    result = CliRunner().invoke(harness_cli.harness, [
         "--te", "fixed", "--nproc-per-node", "2", "--no-perf", "--output", str(tmp_path / "out"),
         "--overlay-dir", str(precious)])
     assert result.exit_code == 2
@@ -403,7 +404,7 @@ def test_a_warm_run_reads_no_file_content(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "read_source", lambda path: read.append(path) or real_read(path))
     warm = [(r.path, r.stage, len(r.findings)) for r in run([str(tree)], Config(), options)]
     assert read == []
-    assert cold == [(f"{tree}/bug.py", "snippets", 1), (f"{tree}/clean.py", "ast", 0),
+    assert cold == [(f"{tree}/bug.py", "ast", 1), (f"{tree}/clean.py", "ast", 0),
                     (f"{tree}/plain.py", "prefilter", 0)]
     assert warm == [(f"{tree}/bug.py", "cache", 1), (f"{tree}/clean.py", "cache", 0),
                     (f"{tree}/plain.py", "prefilter", 0)]
@@ -413,7 +414,7 @@ def test_a_warm_run_reads_no_file_content(tmp_path, monkeypatch):
     old(tree / "bug.py")
     again = [(r.path, r.stage, len(r.findings)) for r in run([str(tree)], Config(), options)]
     assert sorted(read) == [f"{tree}/bug.py", f"{tree}/clean.py"]
-    assert again == [(f"{tree}/bug.py", "snippets", 1), (f"{tree}/clean.py", "cache", 0),
+    assert again == [(f"{tree}/bug.py", "ast", 1), (f"{tree}/clean.py", "cache", 0),
                      (f"{tree}/plain.py", "prefilter", 0)]
 
 

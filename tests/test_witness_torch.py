@@ -86,7 +86,7 @@ def test_witness_command_verdicts(stock_run):
     lines = proc.stdout.decode().splitlines()
     assert [line.split()[0:2] for line in lines[:6]] == [
         ["DIVERGES", f"{name}:"] for name in BUGGY] + [["SAME", f"{name}:"] for name in CORRECT]
-    assert lines[-2] == "2 SAME, 4 DIVERGES; 2 of 2 finding(s) witnessed"
+    assert lines[-2] == "2 SAME, 4 DIVERGES; 4 of 4 finding(s) witnessed"
     assert report["complete"] is True and report["run_errors"] == []
     assert (report["backend"], report["world_size"]) == (BACKEND, NPROC)
     assert report["modes"] == ["grad", "no_grad", "checkpoint"]
@@ -137,8 +137,10 @@ def test_collective_skipped_under_no_grad(stock_run):
     d = case["divergences"][0]
     assert [(e["kind"], e["name"], e["detail"]["async"]) for e in d["expected"]] == [("collective", "all_reduce", False)]
     assert d["found"] == []
-    # today's engine does not flag `if torch.is_grad_enabled(): dist.all_reduce(y)`: nothing to link
-    assert d["findings"] == []
+    # the static finding on the `if` line is the one the witness sees
+    gate = line_of(FAMILIES, "        if torch.is_grad_enabled():\n            dist.all_reduce(y)") \
+        if False else reduce_line - 1
+    assert [(f["rule"], f["line"]) for f in d["findings"]] == [("GG001", gate)]
 
 
 def test_group_chosen_by_grad_mode(stock_run):
@@ -174,8 +176,13 @@ def test_dropout_off_under_no_grad(stock_run):
 
 def test_findings_verdicts(stock_run):
     proc, report = stock_run
+    src = FAMILIES.read_text().splitlines()
+    skipped = next(i for i in range(line_of(FAMILIES, "class CollectiveSkippedUnderNoGrad"), len(src) + 1)
+                   if src[i - 1].strip() == "if torch.is_grad_enabled():")
     assert [(f["rule"], f["line"], f["verdict"]) for f in report["findings"]] == [
         ("GG001", line_of(FAMILIES, "ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled()"), "WITNESSED"),
+        ("GG001", skipped, "WITNESSED"),
+        ("GG001", line_of(FAMILIES, "group = self.secondary if not forward else self.primary"), "WITNESSED"),
         ("GG003", line_of(FAMILIES, "training=self.training and torch.is_grad_enabled()"), "WITNESSED"),
     ]
     assert report["findings"][0]["witnessed_by"] == [
@@ -186,35 +193,35 @@ def test_findings_verdicts(stock_run):
 
 
 # -- after gradgate fix ------------------------------------------------------------------
-def test_fix_changes_only_the_overlap_gate(fixed_run):
+def test_fix_changes_exactly_the_three_gates(fixed_run):
     fix, fixed, _, _ = fixed_run
     assert fix.returncode == 1  # GG003 has no fix: one finding left
-    before, after = FAMILIES.read_text().splitlines(), fixed.read_text().splitlines()
-    changed = [(i + 1, a, b) for i, (a, b) in enumerate(zip(before, after)) if a != b]
-    gate = line_of(FAMILIES, "ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled()")
-    assert len(before) == len(after)
-    assert changed == [(gate, "        ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled()",
-                        "        ub_overlap_ag = ub_overlap_ag")]
+    before, after = FAMILIES.read_text(), fixed.read_text()
+    expected = (
+        before.replace("        ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled()\n", "")  # x = x: deleted
+        .replace("        if torch.is_grad_enabled():\n            dist.all_reduce(y)\n", "        dist.all_reduce(y)\n")
+        .replace("group = self.secondary if not forward else self.primary", "group = self.primary")
+    )
+    assert expected != before and after == expected
 
 
 def test_fixed_overlap_and_correct_uses_show_no_divergence(fixed_run):
     _, _, proc, report = fixed_run
-    for name in ("case_overlap_gated_on_grad_mode", *CORRECT):
+    for name in (*BUGGY[:3], *CORRECT):
         case = _case(report, name)
         assert (case["same"], case["divergences"], case["divergences_per_rank"]) == (True, [], [0] * NPROC), name
     forwards = _case(report, "case_overlap_gated_on_grad_mode")["forwards"]
     assert [[c["name"] for c in f["collectives"]] for f in forwards] == [["all_gather_into_tensor"]] * 4
 
 
-@pytest.mark.engine_gap
-def test_families_fix_leaves_alone_still_diverge(fixed_run):
-    """Today's engine fixes neither the skipped collective, the group choice nor the dropout
-    (GG003 is report-only), so the witness still sees them diverge after `gradgate fix`.
-    After detection v2 this should read: no divergence in any case."""
+def test_after_the_fix_only_the_report_only_finding_still_diverges(fixed_run):
+    """The three GG001 families are fixed and take the same path in every mode; GG003
+    (dropout off under no_grad) is report-only, and the witness still sees it."""
     _, fixed, proc, report = fixed_run
     assert proc.returncode == 1
-    for name in BUGGY[1:]:
-        assert _case(report, name)["same"] is False, name
+    for name in (*BUGGY[:3], *CORRECT):
+        assert _case(report, name)["same"] is True, name
+    assert _case(report, BUGGY[3])["same"] is False
     assert [(f["rule"], f["verdict"]) for f in report["findings"]] == [("GG003", "WITNESSED")]
 
 
@@ -277,9 +284,12 @@ def test_assert_fails_with_a_readable_diff(one_rank):
         "grad vs no_grad:\n"
         f"  paths part at {path}:{call} in AsyncReduce.forward\n"
         f"  - collective all_reduce group [0] (size 1, name '0') async shapes [[2, 4]]  @ {path}:{call}\n"
-        f"  + collective all_reduce group [0] (size 1, name '0') sync shapes [[2, 4]]  @ {path}:{call}"
+        f"  + collective all_reduce group [0] (size 1, name '0') sync shapes [[2, 4]]  @ {path}:{call}\n"
+        f"  static finding GG001 at {path}:{call}:44 (on the stack): option `async_op=` of a forward "
+        "collective is gated on grad mode (`torch.is_grad_enabled()`): under torch.no_grad() the collective "
+        "runs differently"
     )
-    assert info.value.comparison.divergences[0].findings == ()
+    assert [f.rule for f in info.value.comparison.divergences[0].findings] == ["GG001"]
 
 
 def test_sees_what_commdebugmode_counts(one_rank):

@@ -278,11 +278,26 @@ def _shape(value: Value) -> object:
             tuple((k, _shape(v)) for k, v in value.fields) if value.fields else None)
 
 
-def parents_of(statement: ast.AST) -> dict[ast.AST, ast.AST]:
+def parents_of(statement: ast.AST, node: ast.AST) -> dict[ast.AST, ast.AST]:
+    """The parent of each ancestor of ``node`` inside ``statement`` (and of ``node``),
+    found by descending along the child whose span holds ``node``: the cost is the
+    path's, not the statement's (a 200,000-element list beside the read costs nothing)."""
     parents: dict[ast.AST, ast.AST] = {}
-    for node in ast.walk(statement):
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
+    where = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+    end = (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+    current = statement
+    while current is not node:
+        for child in ast.iter_child_nodes(current):
+            if child is node or (
+                hasattr(child, "lineno")
+                and (child.lineno, child.col_offset) <= where  # type: ignore[attr-defined]
+                and end <= (child.end_lineno or 0, child.end_col_offset or 0)  # type: ignore[attr-defined]
+            ):
+                parents[child] = current
+                current = child
+                break
+        else:
+            break
     return parents
 
 
@@ -290,7 +305,7 @@ def widen_to_pure_grad(origin: ast.AST, statement: ast.stmt, polarity: int = 1) 
     """The largest expression around the read ``origin`` whose value is grad mode (or
     its negation) alone, and that expression's value with grad mode on (0 or 1).
     ``not g``, ``g == True``, ``bool(g)`` widen; ``g and x`` does not."""
-    parents = parents_of(statement)
+    parents = parents_of(statement, origin)
     node: ast.AST = origin
     value = polarity
     while True:

@@ -21,6 +21,12 @@ from .analysis import parents_of
 Span = tuple[int, int, int, int]
 
 
+#: a statement larger than this is not rewritten (LibCST takes seconds and a gigabyte
+#: on a 200,000-element literal that CPython compiles in 0.3 s)
+MAX_STATEMENT_CHARS = 100_000
+MAX_STATEMENT_LINES = 5_000
+
+
 @dataclass(frozen=True)
 class FixPlan:
     #: the statement a fix is parsed and spliced with (an ``elif`` needs its ``if``)
@@ -93,7 +99,10 @@ def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: dict[ast.st
     """The plan that sets ``target`` (a grad-mode expression) to ``value`` inside
     ``statement``, or None (report only). ``block_of`` maps a statement to the node
     and list holding it."""
-    parents = parents_of(statement)
+    span = source.span(statement)
+    if span[2] - span[0] > MAX_STATEMENT_LINES or len(source.text(span)) > MAX_STATEMENT_CHARS:
+        return None  # LibCST on it would cost far more than the check: report only
+    parents = parents_of(statement, target)
     parent = parents.get(target)
     if _comment_inside(target, source):
         return None
@@ -113,7 +122,7 @@ def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: dict[ast.st
                 return _replace(parent, other, statement, source)
             return FixPlan(statement, "remove-argument", source.span(parent), source.span(target))
     if isinstance(parent, (ast.List, ast.Tuple)):
-        call = parents.get(parent)
+        call = parents_of(statement, parent).get(parent)
         if (
             isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in ("all", "any")
             and len(call.args) == 1 and value == (1 if call.func.id == "all" else 0)

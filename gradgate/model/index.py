@@ -140,6 +140,8 @@ class ModuleIndex:
         self._collect(tree.body, prefix="", owner=None)
         self._mark_backward()
         self.communicates = self._communicating_functions()
+        #: (function, parameter) pairs some call in the module feeds ``<module>.training``
+        self.fed_training = self._fed_training()
 
     # -- collecting -------------------------------------------------------------------
     def _collect(self, body: list[ast.stmt], prefix: str, owner: str | None) -> None:
@@ -159,7 +161,7 @@ class ModuleIndex:
                 self.by_node[statement] = info
                 if owner is not None:
                     self.classes[owner].methods.setdefault(statement.name, qualname)
-                self._collect_nested(statement.body, f"{qualname}.<locals>.")
+                self._collect_nested(statement.body, f"{qualname}.<locals>.", owner)
             elif isinstance(statement, ast.ClassDef):
                 name = f"{prefix}{statement.name}"
                 bases = [qualify(d, self.aliases) for d in (dotted(b) for b in statement.bases) if d]
@@ -177,14 +179,15 @@ class ModuleIndex:
         for info_class in self.classes.values():
             info_class.autograd_function = self._is_autograd_function(info_class)
 
-    def _collect_nested(self, body: list[ast.stmt], prefix: str) -> None:
+    def _collect_nested(self, body: list[ast.stmt], prefix: str, owner: str | None = None) -> None:
+        """Functions nested in a function; in a method they see its ``self`` (``owner``)."""
         for statement in own_statements(body):
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 qualname = f"{prefix}{statement.name}"
-                info = FunctionInfo(statement, qualname, None, _parameters(statement.args), False, False)
+                info = FunctionInfo(statement, qualname, owner, _parameters(statement.args), False, False)
                 self.functions.setdefault(qualname, info)
                 self.by_node[statement] = info
-                self._collect_nested(statement.body, f"{qualname}.<locals>.")
+                self._collect_nested(statement.body, f"{qualname}.<locals>.", owner)
 
     def _is_autograd_function(self, klass: ClassInfo, depth: int = 0) -> bool:
         for base in klass.bases:
@@ -277,6 +280,28 @@ class ModuleIndex:
     def aliases_of(self, info: FunctionInfo) -> dict[str, str]:
         local = import_aliases(s for s in own_statements(info.node.body) if isinstance(s, (ast.Import, ast.ImportFrom)))
         return {**self.aliases, **local} if local else self.aliases
+
+    def _fed_training(self) -> dict[tuple[str, str], int]:
+        """Parameters that a call somewhere in the module passes a module's train/eval
+        mode (``x.training``), with the line of one such call: a *selector* by mode."""
+        found: dict[tuple[str, str], int] = {}
+        for info in self.functions.values():
+            aliases = self.aliases_of(info)
+            for call in own_calls(info.node):
+                resolved = self.resolve(call.func, info.owner, aliases)
+                if resolved is None:
+                    continue
+                callee, skip = resolved
+                target = self.functions.get(callee)
+                if target is None:
+                    continue
+                names = target.positional[skip:]
+                pairs = [(k.arg, k.value) for k in call.keywords if k.arg]
+                pairs += [(names[i], a) for i, a in enumerate(call.args) if i < len(names)]
+                for name, value in pairs:
+                    if isinstance(value, ast.Attribute) and value.attr == "training":
+                        found.setdefault((callee, name), call.lineno)
+        return found
 
     def _communicating_functions(self) -> set[str]:
         """Functions of the module that communicate in the forward, directly or through

@@ -25,6 +25,8 @@ _TRAINING_NAME = re.compile(r"^(is_)?train(ing)?(_mode)?$")
 _MODE_KEYWORDS = re.compile(r"^((is_)?train(ing)?(_mode)?|dropout(_p|_prob|_rate)?|p_?dropout|attention_dropout|hidden_dropout|deterministic)$")
 _SELECTION_KEYWORDS = re.compile(r"(^|_)(group|pg|process_group)$")
 _MODE_SWITCHES = {"train": True, "eval": False}
+#: sequences longer than this are not followed item by item
+_MAX_ITEMS = 256
 _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -37,7 +39,9 @@ class Decision:
     ``comm-option`` (a keyword of such a call), ``selection`` (which process group a
     call uses: any dependence on grad mode counts), ``mode`` (a kernel's training or
     dropout mode), ``mode-switch`` (``.train()`` / ``.eval()`` runs),
-    ``function-forward-read`` (grad mode read inside ``autograd.Function.forward``).
+    ``function-forward-read`` (grad mode read inside ``autograd.Function.forward``),
+    ``mode-selector`` (a selector that a call elsewhere feeds ``module.training`` is
+    fed grad mode here, or called with a constant only under a grad-mode condition).
     """
 
     kind: str
@@ -51,7 +55,7 @@ class Decision:
     @property
     def depends_any_way(self) -> bool:
         """Does any dependence on grad mode count (not only ``forced off``)?"""
-        return self.kind in ("selection", "mode-switch")
+        return self.kind in ("selection", "mode-switch", "mode-selector")
 
 
 @dataclass(frozen=True)
@@ -230,8 +234,15 @@ class Interpreter:
             return self._match(s, env)
         elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
             # decorators, defaults and annotations run here, in the enclosing scope
-            for expression in (*s.decorator_list, *s.args.defaults, *(d for d in s.args.kw_defaults if d)):
+            for expression in s.decorator_list:
                 self.eval(expression, env)
+            positional = [*s.args.posonlyargs, *s.args.args][-len(s.args.defaults):] if s.args.defaults else []
+            defaults = [*zip(positional, s.args.defaults),
+                        *((a, d) for a, d in zip(s.args.kwonlyargs, s.args.kw_defaults) if d is not None)]
+            for arg, default in defaults:
+                value = self.eval(default, env)
+                if self.c.is_flag(arg.arg):  # a flag's default is a flag set
+                    self._record("flag", arg.arg, value, s, key=("flag-default", arg.arg, id(default)))
             info = self.index.by_node.get(s)
             env.values[s.name] = (
                 Value(TRUE, ident=("function", info.qualname), function=FunctionRef(info.qualname))
@@ -240,6 +251,8 @@ class Interpreter:
         elif isinstance(s, ast.ClassDef):
             for expression in (*s.decorator_list, *s.bases, *(k.value for k in s.keywords)):
                 self.eval(expression, env)
+            # the class body runs here too: its methods' decorators and defaults with it
+            self._block(s.body, Environment())
             env.values[s.name] = self._opaque(("class", id(s)))
         elif isinstance(s, ast.Assert):
             self.eval(s.test, env)
@@ -640,6 +653,9 @@ class Interpreter:
         if any(isinstance(e, ast.Starred) for e in node.elts):
             values = [self.eval(e, env) for e in node.elts]
             return self._opaque(("sequence", id(node)), frozenset().union(*(v.origins for v in values)))
+        if len(node.elts) > _MAX_ITEMS:  # a data literal: its constants decide nothing
+            values = [self.eval(e, env) for e in node.elts if not isinstance(e, ast.Constant)]
+            return self._opaque(("sequence", id(node)), frozenset().union(*(v.origins for v in values)))
         items = tuple(self.eval(e, env) for e in node.elts)
         return Value(TRUE if items else FALSE, frozenset(), ident=("sequence", id(node)), items=items)
 
@@ -772,7 +788,7 @@ class Interpreter:
             elif _MODE_KEYWORDS.match(keyword) and resolved is None:  # a function we see decides inside
                 self._record("mode", keyword, value, node, key=("mode", keyword, id(node)))
         for position, (argument, value) in enumerate(zip(node.args, args)):
-            if any(
+            if resolved is None and any(
                 _TRAINING_NAME.match(n.id if isinstance(n, ast.Name) else n.attr)
                 for n in ast.walk(argument) if isinstance(n, (ast.Name, ast.Attribute))
             ):
@@ -808,6 +824,7 @@ class Interpreter:
             all_args.append(None if starred else value)
         all_keywords = [(k, v) for k, v in (*target.keywords, *keywords) if k]
         double_star = any(k is None for k, _ in keywords)
+        self._selector(node, qualname, skip, all_args, all_keywords)
         if qualname in self.index.functions:
             self.result.calls.append(CallSite(qualname, skip, tuple(all_args), tuple(all_keywords), node,
                                               self.qualname, double_star))
@@ -816,6 +833,24 @@ class Interpreter:
             step = Step(node.lineno, node.col_offset, f"`{qualname}()` returns grad mode")
             return self._read(replace(returned, trail=(*returned.trail, step)), node)
         return self._opaque(("call", id(node)), origins)
+
+
+    def _selector(self, node: ast.Call, qualname: str, skip: int, args: list[Value | None],
+                  keywords: list[tuple[str, Value]]) -> None:
+        """A parameter fed ``module.training`` elsewhere, fed grad mode here (GG004)."""
+        info = self.index.functions.get(qualname)
+        if info is None:
+            return
+        passed = [*zip(info.positional[skip:], args), *keywords]
+        for name, value in passed:
+            if value is None or (qualname, name) not in self.index.fed_training:
+                continue
+            # what the selector receives: the argument where this call runs, "no call" else
+            absent = self.bdd.atom(("not-called", id(node)))
+            received = self.bdd.ite(self.pc, value.bdd, absent)
+            chosen = Value(received, value.origins | self.pc_origins)
+            self._record("mode-selector", f"{qualname.rsplit('.', 1)[-1]}({name}=)", chosen, node,
+                         key=("mode-selector", name, id(node)))
 
 
 def interpret(context: Context, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None) -> FunctionResult:

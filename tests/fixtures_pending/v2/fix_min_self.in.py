@@ -1,0 +1,8 @@
+import torch
+import torch.distributed as dist
+
+
+def reduce(x, use_async, pg):
+    pg = pg or dist.group.WORLD
+    use_async = min(use_async, torch.is_grad_enabled())
+    return dist.all_reduce(x, group=pg, async_op=use_async)
