@@ -351,9 +351,9 @@ def check(paths, output_format, config_file, select, ignore, exclude, force_excl
     out = Output(output_format, show_source, show_fixes, statistics, quiet, output_file, unsafe_fixes)
     results = list(_results(invocation))
     if output_format in ("json", "sarif") or show_fixes:  # fix edits for the consumers that show or apply them
-        from .engine import attach_edits
+        from .document import with_edits
 
-        results = [attach_edits(r, invocation.resolver.for_path(r.path).config) if r.findings else r
+        results = [with_edits(r, invocation.resolver.for_path(r.path).config) if r.findings else r
                    for r in results]
     errors = _print_errors(results)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)

@@ -27,3 +27,20 @@ def lint_document(path: str, data: bytes, settings: Settings, fix: bool = False,
         return FileResult(path, source=data, stage="ignored")
     result = lint_source(path, data, settings.config, fix=fix, unsafe_fixes=unsafe_fixes, edits=edits)
     return _per_file_ignored(result, settings.config, settings.root or os.getcwd())
+
+
+def with_edits(result: FileResult, config) -> FileResult:
+    """``result`` with each fixable finding's text edit (what JSON, SARIF and editors
+    show or apply), matched by place. Unlike :func:`gradgate.engine.attach_edits` it
+    also works on a result that ``per-file-ignores`` thinned out (the re-analysis then
+    has more findings than the result)."""
+    if result.source is None or result.error is not None or not any(f.applicability for f in result.findings):
+        return result
+    from dataclasses import replace
+
+    edited = lint_source(result.path, result.source, config, edits=True)
+    if edited.error is not None:
+        return result
+    by_place = {(f.line, f.column, f.rule): f.edit for f in edited.findings}
+    return replace(result, findings=tuple(
+        replace(f, edit=by_place.get((f.line, f.column, f.rule), f.edit)) for f in result.findings))

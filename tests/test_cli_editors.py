@@ -293,3 +293,15 @@ def test_add_noqa_is_byte_exact(tree):
     assert run_cli("check", "pkg", cwd=tree).returncode == 0
     again = run_cli("check", "--add-noqa", "pkg", cwd=tree)
     assert again.stderr == b"Added 0 suppressions in 0 files.\n"
+
+
+def test_json_keeps_fix_edits_when_per_file_ignores_drop_other_findings(tree):
+    (tree / "pkg" / "buggy.py").write_bytes(
+        b"import torch\ndef f(ub_overlap_ag, x):\n    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled() and x\n"
+        b"    return ub_overlap_ag\n\nclass F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+        b"        if torch.is_grad_enabled():\n            ctx.save_for_backward(x)\n        return x\n")
+    (tree / "pyproject.toml").write_text('[tool.gradgate]\nper-file-ignores = { "pkg/buggy.py" = ["GG002"] }\n')
+    result = run_cli("check", "--format", "json", "pkg", cwd=tree)
+    (finding,) = json.loads(result.stdout)
+    assert (finding["rule"], finding["fix"]) == (
+        "GG001", {"line": 3, "column": 39, "end_line": 3, "end_column": 66, "content": ""})

@@ -227,7 +227,7 @@ def test_fix_diff_is_in_the_files_encoding_and_git_applies(tmp_path):
     crlf = tmp_path / "crlf.py"
     crlf.write_bytes(BUGGY.replace("\n", "\r\n").encode().rstrip(b"\r\n"))
     result = run_cli("fix", "--diff", "--no-cache", ".", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # changes pending
     assert b"+    ub_overlap_ag = ub_overlap_ag and x  # \x87\x90\n" in result.stdout
     (tmp_path / "fix.patch").write_bytes(result.stdout)
     subprocess.run(["git", "apply", "fix.patch"], **git)
