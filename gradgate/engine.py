@@ -41,6 +41,18 @@ if TYPE_CHECKING:
 
     from .rule import Rule
 
+#: what each kind of fix plan does, as a finding's ``fix_title``
+FIX_TITLES = {
+    "remove-operand": "remove the grad-mode operand",
+    "replace-by-child": "keep the branch taken with grad mode on",
+    "remove-element": "remove the grad-mode element",
+    "remove-argument": "remove the grad-mode argument",
+    "keep-body": "keep the body of the `if`, taken with grad mode on",
+    "keep-orelse": "keep what runs with grad mode on, drop the no-grad branch",
+    "remove-statement": "delete the statement (it only disables, or would read `x = x`)",
+    "pass-statement": "replace the statement by `pass` (it only disables)",
+}
+
 #: Upper bound on fix passes; each pass removes at least one finding.
 MAX_FIX_PASSES = 16
 
@@ -290,6 +302,7 @@ class _Analysis:
             path=self.path, rule=rule.CODE, message=message,
             line=line, column=span[1] + 1, end_line=span[2], end_column=span[3] + 1,
             applicability=applicability, source_line=text, flow=flow,
+            fix_title=FIX_TITLES.get(fix_plan.action, "") if fix_plan is not None else "",
         )
         return _Found(finding, fix_plan)
 

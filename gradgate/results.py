@@ -65,6 +65,8 @@ class Finding:
     edit: Edit | None = None
     #: capture first, the decision last; empty when grad mode was read where it decides
     flow: tuple[FlowStep, ...] = ()
+    #: what the fix does, in a few words ("remove the grad-mode operand"); "" without one
+    fix_title: str = ""
 
     @property
     def fixable(self) -> bool:

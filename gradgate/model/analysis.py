@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from ..config import Config
 from .bdd import BudgetExceeded, Manager
 from .index import FunctionInfo, ModuleIndex
-from .interpret import CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
+from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
 from .values import Step, Value
 
 MAX_ROUNDS = 6
@@ -84,7 +84,8 @@ class ModuleAnalysis:
             if summary == previous:
                 break
             previous = summary
-            words = words | {q.rsplit(".", 1)[-1] for q in self.context.returns} | set(self.context.attributes)
+            words = words | {q.rsplit(".", 1)[-1] for q in self.context.returns} | set(self.context.attributes) | {
+            attr for (_, attr), v in self.context.class_attributes.items() if v is not PLAIN}
 
     def _interpret(self, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None) -> FunctionResult:
         try:
@@ -115,12 +116,16 @@ class ModuleAnalysis:
             if value is not None:
                 returns[qualname] = Value(value.bdd, trail=value.trail)
         stores: dict[str, list[Value]] = {}
+        class_stores: dict[tuple[str, str], list[Value]] = {}
         for qualname, result in self.results.items():
             initialiser = qualname is not None and qualname.endswith("__init__")
-            for attr, value in result.attribute_stores:
+            for attr, value, klass in result.attribute_stores:
                 if initialiser and value.bdd in (0, 1) and isinstance(value.ident, tuple) and value.ident[0] == "const":
                     continue  # a default set in __init__, replaced before use
-                stores.setdefault(attr, []).append(value)
+                if klass is not None:
+                    class_stores.setdefault((klass, attr), []).append(value)
+                else:
+                    stores.setdefault(attr, []).append(value)
         attributes: dict[str, Value] = {}
         plain: set[str] = set()
         for attr, values in stores.items():
@@ -129,14 +134,20 @@ class ModuleAnalysis:
                 attributes[attr] = Value(value.bdd, trail=value.trail)
             else:
                 plain.add(attr)
+        class_attributes: dict[tuple[str, str], Value] = {}
+        for key, values in class_stores.items():
+            value = pure_grad_values(values, self.bdd)
+            class_attributes[key] = Value(value.bdd, trail=value.trail) if value is not None else PLAIN
         self.context.seeds, self.context.supplied = seeds, supplied
         self.context.returns, self.context.attributes, self.context.plain_attributes = returns, attributes, plain
+        self.context.class_attributes = class_attributes
         return (
             tuple(sorted((q, tuple(sorted((n, _shape(v)) for n, v in p.items()))) for q, p in seeds.items())),
             tuple(sorted((q, tuple(sorted(s))) for q, s in supplied.items())),
             tuple(sorted((q, v.bdd) for q, v in returns.items())),
             tuple(sorted((a, v.bdd) for a, v in attributes.items())),
             tuple(sorted(plain)),
+            tuple(sorted((k, v.bdd) for k, v in class_attributes.items())),
         )
 
     def _parameter_values(self, info: FunctionInfo, sites: list[CallSite]) -> tuple[dict[str, Value], set[str]]:
@@ -195,6 +206,18 @@ class ModuleAnalysis:
                     items.append(Value(self.bdd.atom(("param-item", info.qualname, name, position))))
             if agreed:
                 return Value(self.bdd.atom(("param", info.qualname, name)), items=tuple(items))
+        if all(v.fields is not None for v in values):  # a dataclass / NamedTuple / dict passed on
+            common = [k for k, _ in values[0].fields or () if all(v.field(k) is not None for v in values)]
+            fields = []
+            for key in common:
+                item = pure_grad_values([v.field(key) for v in values], self.bdd)  # type: ignore[misc]
+                if item is not None:
+                    site = supplies[0][1]
+                    step = Step(site.node.lineno, site.node.col_offset,
+                                f"field `{key}` passed in `{name}` to `{info.qualname}`")
+                    fields.append((key, Value(item.bdd, trail=(*item.trail, step))))
+            if fields:
+                return Value(self.bdd.atom(("param", info.qualname, name)), fields=tuple(fields))
         return None
 
     # -- decisions ------------------------------------------------------------------------

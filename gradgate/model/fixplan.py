@@ -108,18 +108,18 @@ def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: dict[ast.st
         return None
     if isinstance(parent, ast.BoolOp):
         neutral = 1 if isinstance(parent.op, ast.And) else 0
-        if value != neutral:
-            return None
+        if value != neutral:  # the whole chain takes the value: simplify around it
+            return plan(parent, value, statement, block_of, source) if not _comment_inside(parent, source) else None
         return _remove_operand(parent, target, statement, block_of, source)
     if isinstance(parent, ast.IfExp) and parent.test is target:
         kept = parent.body if value else parent.orelse
-        return _replace(parent, kept, statement, source)
+        return _replace(parent, kept, statement, block_of, source)
     if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and not parent.keywords:
         name = parent.func.id
         if name in ("min", "max") and len(parent.args) >= 2 and value == (1 if name == "min" else 0):
             if len(parent.args) == 2:
                 other = parent.args[1] if parent.args[0] is target else parent.args[0]
-                return _replace(parent, other, statement, source)
+                return _replace(parent, other, statement, block_of, source)
             return FixPlan(statement, "remove-argument", source.span(parent), source.span(target))
     if isinstance(parent, (ast.List, ast.Tuple)):
         call = parents_of(statement, parent).get(parent)
@@ -140,10 +140,13 @@ def _comment_inside(node: ast.AST, source: SourceLines) -> bool:
     return source.comment_between((line, column), (end_line, end_column))
 
 
-def _replace(node: ast.AST, kept: ast.AST, statement: ast.stmt, source: SourceLines) -> FixPlan | None:
+def _replace(node: ast.AST, kept: ast.AST, statement: ast.stmt,
+             block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines) -> FixPlan | None:
     outer, inner = source.span(node), source.span(kept)
     if source.comment_between(outer[:2], inner[:2]) or source.comment_between(inner[2:], outer[2:]):
         return None
+    if _is_self_assignment(statement, node, kept):
+        return _statement_removal(statement, block_of, source)
     return FixPlan(statement, "replace-by-child", outer, inner)
 
 

@@ -206,19 +206,22 @@ class ModuleIndex:
                     info.backward = True
                 elif info.node.name == "forward":
                     info.autograd_forward = True
+        # a function registered as a backward hook, found from the scope of the
+        # registration (a closure named `_hook` elsewhere is another function)
         hooked: set[str] = set()
-        for node in ast.walk(self.tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in BACKWARD_HOOK_REGISTRARS
-            ):
-                for argument in node.args:
-                    if isinstance(argument, ast.Name):
-                        hooked.add(argument.id)
+        scopes: list[tuple[str, list[ast.stmt]]] = [("", self.tree.body)]
+        scopes += [(f"{i.qualname}.<locals>.", i.node.body) for i in self.functions.values()]
+        for prefix, body in scopes:
+            for statement in own_statements(body):
+                for call in own_calls(statement) if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ():
+                    if isinstance(call.func, ast.Attribute) and call.func.attr in BACKWARD_HOOK_REGISTRARS:
+                        for argument in call.args:
+                            if isinstance(argument, ast.Name):
+                                hooked.add(f"{prefix}{argument.id}" if f"{prefix}{argument.id}" in self.functions
+                                           else argument.id)
         non_forward = self.config.non_forward_re
         for info in self.functions.values():
-            if info.node.name in hooked or non_forward.search(info.node.name):
+            if info.qualname in hooked or non_forward.search(info.node.name):
                 info.backward = True
 
     # -- resolving calls ------------------------------------------------------------------

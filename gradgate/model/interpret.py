@@ -25,6 +25,18 @@ _TRAINING_NAME = re.compile(r"^(is_)?train(ing)?(_mode)?$")
 _MODE_KEYWORDS = re.compile(r"^((is_)?train(ing)?(_mode)?|dropout(_p|_prob|_rate)?|p_?dropout|attention_dropout|hidden_dropout|deterministic)$")
 _SELECTION_KEYWORDS = re.compile(r"(^|_)(group|pg|process_group)$")
 _MODE_SWITCHES = {"train": True, "eval": False}
+#: autograd's own mode switches: their argument is grad mode by design
+_AUTOGRAD_SWITCHES = frozenset({
+    "torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled",
+    "torch.inference_mode", "torch.autograd.inference_mode", "torch._C._set_grad_enabled",
+})
+#: torch kernels whose positional parameter at this index is the training mode
+_MODE_POSITIONS = {
+    **{f"{m}.{f}": 2 for m in ("torch.nn.functional", "torch") for f in (
+        "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")},
+    "torch.nn.functional.batch_norm": 5, "torch.nn.functional.instance_norm": 5,
+    "torch.nn.functional.rrelu": 3,
+}
 #: sequences longer than this are not followed item by item
 _MAX_ITEMS = 256
 _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -77,8 +89,8 @@ class FunctionResult:
     decisions: list[Decision] = field(default_factory=list)
     returns: list[Value] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
-    #: (attribute name, value stored, receiver is ``self``)
-    attribute_stores: list[tuple[str, Value]] = field(default_factory=list)
+    #: (attribute name, value stored, the class when the receiver is ``self``)
+    attribute_stores: list[tuple[str, Value, str | None]] = field(default_factory=list)
     #: calls that receive grad mode itself as an argument: (call, argument values)
     grad_taking_calls: list[tuple[ast.Call, tuple[Value, ...]]] = field(default_factory=list)
     #: each grad-mode read that became an origin: its statement, its polarity (1 for
@@ -87,6 +99,10 @@ class FunctionResult:
     #: flag names read in the forward (not only for ``ctx`` / ``save_for_backward``)
     forward_reads: set[str] = field(default_factory=set)
     backward_reads: set[str] = field(default_factory=set)
+
+
+#: a class attribute some store of which is not grad mode
+PLAIN = Value(FALSE, ident="plain")
 
 
 class Context:
@@ -109,6 +125,24 @@ class Context:
         self.attributes: dict[str, Value] = {}
         #: attribute names assigned something that is not grad mode somewhere
         self.plain_attributes: set[str] = set()
+        #: ``self.x`` stores of each class: (class, attr) -> the grad-mode value, or
+        #: :data:`PLAIN` where some store is something else
+        self.class_attributes: dict[tuple[str, str], Value] = {}
+
+    def class_attribute(self, index: ModuleIndex, klass: str | None, attr: str, depth: int = 0) -> Value | None:
+        """What ``self.attr`` holds in a method of ``klass`` (or a base of it in the
+        module), when some method of the class stores it; else None."""
+        if klass is None or depth > 8:
+            return None
+        found = self.class_attributes.get((klass, attr))
+        if found is not None:
+            return found
+        info = index.classes.get(klass)
+        for base in info.bases if info else ():
+            found = self.class_attribute(index, base, attr, depth + 1)
+            if found is not None:
+                return found
+        return None
 
     def is_flag(self, name: str) -> bool:
         return self.index.config.is_forward_comm_flag(name)
@@ -145,7 +179,13 @@ class Interpreter:
             for arg in self.info.params:
                 env.values[arg.arg] = self._parameter(arg, seeds, supplied)
         self._block(body, env)
+        fast_paths = [(n.lineno, n.col_offset, o) for b, o, n in self._comm.values() if self.bdd.forced_off_by_grad(b)]
         for callee, (bdd, origins, node) in self._comm.items():
+            if any(p[:2] < (node.lineno, node.col_offset) and p[2] & origins for p in fast_paths):
+                # the default path after a no-grad fast path chosen by the same reads
+                # (`if not (grad and ...): return fast_collective(x)` then `collective(x)`):
+                # the opposite polarity, correct
+                continue
             self._record("comm", callee, Value(bdd, origins), node, key=("comm", callee))
         return self.result
 
@@ -213,7 +253,11 @@ class Interpreter:
             return self._loop(s, env)
         elif isinstance(s, ast.Return):
             if s.value is not None:
-                self.result.returns.append(self._control(self.eval(s.value, env)))
+                value = self._control(self.eval(s.value, env))
+                self.result.returns.append(value)
+                name = self.info.node.name if self.info is not None else ""
+                if name and self.c.is_flag(name.lstrip("_")):  # `def _should_overlap(self): return ...`
+                    self._record("flag", name, value, s, key=("flag-return", id(s)))
             return "return"
         elif isinstance(s, ast.Raise):
             if s.exc is not None:
@@ -434,7 +478,8 @@ class Interpreter:
             else:
                 self.eval(target.value, env)
             if not owner_is_ctx:
-                self.result.attribute_stores.append((target.attr, value))
+                klass = self.owner if base == "self" else None
+                self.result.attribute_stores.append((target.attr, value, klass))
                 if self.c.is_flag(target.attr):
                     self._record("flag", target.attr, value, s, key=("flag-store", target.attr, id(s)))
         elif isinstance(target, ast.Subscript):
@@ -561,12 +606,13 @@ class Interpreter:
             if method and method in self.c.returns and self.index.functions[method].is_property:
                 value = self.c.returns[method]
                 return self._read(value.with_step(Step(node.lineno, node.col_offset, f"property `{attr}` returns grad mode")), node)
-        if attr in self.c.attributes:
+        on_self = isinstance(node.value, ast.Name) and node.value.id == "self" and self.owner is not None
+        stored = self.c.class_attribute(self.index, self.owner, attr) if on_self else None
+        if stored is not None:
+            if stored.bdd != FALSE or stored.ident != "plain":
+                return self._read(stored, node)
+        elif attr in self.c.attributes:
             return self._read(self.c.attributes[attr], node)
-        if attr in self.c.grad_names and attr not in self.c.plain_attributes:
-            value = self._grad(1, node, Step(node.lineno, node.col_offset,
-                                             f"field `{attr}` taken as grad mode by its name"))
-            return self._read(value, node)
         if base.function is not None and attr == "apply":
             klass = self.index.classes.get(base.function.qualname)
             forward = self.index.method(base.function.qualname, "forward") if klass and klass.autograd_function else None
@@ -674,6 +720,12 @@ class Interpreter:
         return Value(TRUE if node.keys else FALSE, ident=("dict", id(node)), fields=tuple(fields))
 
     def _e_Lambda(self, node: ast.Lambda, env: Environment) -> Value:
+        body = node.body
+        if not node.args.args and isinstance(body, ast.Call) and not body.args and not body.keywords:
+            target = qualify(dotted(body.func) or "", self.aliases)
+            for polarity, names in ((1, self.c.grad_functions), (-1, self.c.inference_functions)):
+                if target in names:  # `lambda: torch.is_grad_enabled()`: the function itself
+                    return Value(TRUE, ident=("grad-function", polarity))
         return self._opaque(("lambda", id(node)))
 
     def _e_Starred(self, node: ast.Starred, env: Environment) -> Value:
@@ -739,6 +791,13 @@ class Interpreter:
         name = func.id if isinstance(func, ast.Name) and func.id not in self.index.functions else None
         if name == "bool" and len(args) == 1 and not node.keywords:
             return args[0]
+        if name == "getattr" and len(node.args) == 2 and isinstance(node.args[1], ast.Constant):
+            owner = dotted(node.args[0])
+            if owner is not None:
+                qualified = f"{qualify(owner, self.aliases)}.{node.args[1].value}"
+                for polarity, names in ((1, self.c.grad_functions), (-1, self.c.inference_functions)):
+                    if qualified in names:
+                        return Value(TRUE, ident=("grad-function", polarity))
         if name in ("min", "max") and len(args) >= 2 and not node.keywords:
             combine = self.bdd.conj if name == "min" else self.bdd.disj
             bdd = args[0].bdd
@@ -775,20 +834,22 @@ class Interpreter:
                 dotted(func) or (func.attr if isinstance(func, ast.Attribute) else "call"))
             bdd, origins, first = self._comm.get(name, (FALSE, frozenset(), node))
             self._comm[name] = (self.bdd.disj(bdd, self.pc), origins | self.pc_origins, first)
-            for keyword, value in keywords:
-                if keyword is None:
-                    continue
-                kind = "selection" if _SELECTION_KEYWORDS.search(keyword) else "comm-option"
-                self._record(kind, keyword, value, node, key=(kind, keyword, id(node)))
-        for keyword, value in keywords:
-            if keyword is None:
-                continue
+            if resolved is None:  # a function of the module decides on its arguments inside
+                for keyword, value in _expanded(keywords):
+                    kind = "selection" if _SELECTION_KEYWORDS.search(keyword) else "comm-option"
+                    self._record(kind, keyword, value, node, key=(kind, keyword, id(node)))
+        if qualify(dotted(func) or "", self.aliases) in _AUTOGRAD_SWITCHES:
+            return  # autograd's own mode, not a kernel's
+        for keyword, value in _expanded(keywords):
             if not comm and self.c.is_flag(keyword):
                 self._record("flag", keyword, value, node, key=("flag-keyword", keyword, id(node)))
             elif _MODE_KEYWORDS.match(keyword) and resolved is None:  # a function we see decides inside
                 self._record("mode", keyword, value, node, key=("mode", keyword, id(node)))
+        known = _MODE_POSITIONS.get(qualify(dotted(func) or "", self.aliases))
+        if known is not None and len(args) > known and not any(isinstance(a, ast.Starred) for a in node.args[:known + 1]):
+            self._record("mode", "training", args[known], node, key=("mode", known, id(node)))
         for position, (argument, value) in enumerate(zip(node.args, args)):
-            if resolved is None and any(
+            if known is None and resolved is None and any(
                 _TRAINING_NAME.match(n.id if isinstance(n, ast.Name) else n.attr)
                 for n in ast.walk(argument) if isinstance(n, (ast.Name, ast.Attribute))
             ):
@@ -851,6 +912,17 @@ class Interpreter:
             chosen = Value(received, value.origins | self.pc_origins)
             self._record("mode-selector", f"{qualname.rsplit('.', 1)[-1]}({name}=)", chosen, node,
                          key=("mode-selector", name, id(node)))
+
+
+def _expanded(keywords: list[tuple[str | None, Value]]) -> list[tuple[str, Value]]:
+    """Keyword arguments, ``**{"async_op": ...}`` spread into its entries."""
+    out: list[tuple[str, Value]] = []
+    for keyword, value in keywords:
+        if keyword is not None:
+            out.append((keyword, value))
+        else:
+            out.extend(value.fields or ())
+    return out
 
 
 def interpret(context: Context, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None) -> FunctionResult:
