@@ -37,10 +37,11 @@ def _fix_note(finding: Finding, unsafe_fixes: bool) -> str | None:
         return None
     if finding.applicability is Applicability.DISPLAY:
         return "help: a fix is suggested (display only; never applied)"
+    title = finding.fix_title or "remove the grad-mode operand"
     if finding.fixable:
-        return "help: remove the grad-mode operand (`gradgate fix`)"
+        return f"help: {title} (`gradgate fix`)"
     if unsafe_fixes:
-        return "help: remove the grad-mode operand (`gradgate fix --unsafe-fixes`; unsafe fix)"
+        return f"help: {title} (`gradgate fix --unsafe-fixes`; unsafe fix)"
     return "help: an unsafe fix is available (`gradgate fix --unsafe-fixes`)"
 
 

@@ -229,7 +229,8 @@ def code_actions(server: GradgateServer, params: types.CodeActionParams) -> list
             unsafe = finding.applicability is Applicability.UNSAFE
             actions.append(
                 types.CodeAction(
-                    title=f"Fix {finding.rule}: remove the grad-mode operand{' (unsafe)' if unsafe else ''}",
+                    title=f"Fix {finding.rule}: {finding.fix_title or 'remove the grad-mode operand'}"
+                          f"{' (unsafe)' if unsafe else ''}",
                     kind=types.CodeActionKind.QuickFix,
                     diagnostics=diagnostic or None,
                     is_preferred=not unsafe,

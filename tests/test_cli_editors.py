@@ -304,4 +304,4 @@ def test_json_keeps_fix_edits_when_per_file_ignores_drop_other_findings(tree):
     result = run_cli("check", "--format", "json", "pkg", cwd=tree)
     (finding,) = json.loads(result.stdout)
     assert (finding["rule"], finding["fix"]) == (
-        "GG001", {"line": 3, "column": 39, "end_line": 3, "end_column": 66, "content": ""})
+        "GG001", {"line": 3, "column": 39, "end_line": 3, "end_column": 67, "content": ""})
