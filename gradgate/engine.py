@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from .config import Config
 from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
-from .model.fixplan import FixPlan, SourceLines, blocks, plan
+from .model.fixplan import BlockIndex, FixPlan, SourceLines, parent_map, plan
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
 from .source import SourceError, decode_check, read_source
 from .suppression import suppressed, suppression_comments
@@ -149,7 +149,10 @@ def _frame(lines: list[str], first: int, last: int, top_level: bool = False):
     if not body.endswith(("\n", "\r")):
         body += "\n"  # last line of a file without a final newline
     indent = "" if top_level else body[: len(body) - len(body.lstrip(" \t"))]
-    return ("if 1:\n" if indent else ""), body, f"{indent}pass\n"
+    # CRLF frames end their lines in CRLF: LibCST writes new lines (a `pass`) that way
+    # (LibCST does not reproduce a frame whose header ends in a lone CR: LF there)
+    newline = "\r\n" if lines[first - 1].endswith("\r\n") else "\n"
+    return (f"if 1:{newline}" if indent else ""), body, f"{indent}pass{newline}"
 
 
 def _parse_frame(lines: list[str], first: int, last: int, top_level: bool = False) -> Snippet | None:
@@ -221,31 +224,25 @@ class _Analysis:
     def __init__(self, path: str, text: str, config: Config, rules: Sequence[type["Rule"]], whole: bool = False):
         self.path = path
         self.text = text
-        self.source = SourceLines(text)
-        self.lines = self.source.lines
+        self.lines = split_lines(text)
         try:
             self.tree = ast.parse(text)
         except SyntaxError as exc:
             raise LintError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
         except (RecursionError, MemoryError, ValueError) as exc:
             raise LintError(f"cannot parse: {type(exc).__name__}") from None
+        self.source = SourceLines(text, self.tree)
         try:
             self.model = ModuleAnalysis(self.tree, config, None if whole else text)
         except RecursionError:
             raise LintError("too deeply nested to analyse") from None
         self.used_suppressions: set[int] = set()
         self.found: list[_Found] = []
-        self._blocks: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]] | None = None
+        self.blocks = BlockIndex(self.tree)
         self._judge(rules)
         if config.reports_unused_suppressions and "gradgate:" in text:
             self.found.extend(self._unused_suppressions(text, rules))
         self.found.sort(key=lambda f: f.finding.sort_key())
-
-    @property
-    def blocks(self) -> dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]]:
-        if self._blocks is None:
-            self._blocks = blocks(self.tree)
-        return self._blocks
 
     def _judge(self, rules: Sequence[type["Rule"]]) -> None:
         bdd = self.model.bdd
@@ -259,12 +256,21 @@ class _Analysis:
                 if decision.kind in rule.DECISIONS and rule.judge(decision, bdd):
                     for entry in rule.entries(self.model, decision):
                         by_origin.setdefault((rule.CODE, entry.origin), []).append(entry)
+        targets = {origin: self._target(origin, entries[0]) for (_, origin), entries in by_origin.items()}
+        fixed_too = frozenset(t for t, _ in targets.values())
         for (code, origin), entries in by_origin.items():
-            found = self._finding(rule_of[code], origin, entries)
+            found = self._finding(rule_of[code], origin, entries, targets[origin], fixed_too)
             if found is not None:
                 self.found.append(found)
 
-    def _finding(self, rule: type["Rule"], origin: ast.AST, entries: list[Entry]) -> _Found | None:
+    def _target(self, origin: ast.AST, entry: Entry) -> tuple[ast.AST, int]:
+        """The grad-mode expression a fix sets at ``origin``, and its grad-on value."""
+        function = None if entry.decision.function == "<module>" else entry.decision.function
+        _statement, sign, _trail = self.model.results[function].origins[origin]
+        return widen_to_pure_grad(origin, entry.statement, sign)
+
+    def _finding(self, rule: type["Rule"], origin: ast.AST, entries: list[Entry],
+                 target: tuple[ast.AST, int], fixed_too: frozenset[ast.AST]) -> _Found | None:
         first = entries[0]
         statement = first.statement
         span = self.source.span(origin)
@@ -282,10 +288,7 @@ class _Analysis:
         fix_plan: FixPlan | None = None
         applicability: Applicability | None = None
         if rule.FIXES and all(e.proven for e in entries):
-            polarity = self.model.results[None if first.decision.function == "<module>" else first.decision.function]
-            _stmt, sign, _trail = polarity.origins[origin]
-            target, value = widen_to_pure_grad(origin, statement, sign)
-            fix_plan = plan(target, value, statement, self.blocks, self.source)
+            fix_plan = plan(target[0], target[1], statement, self.blocks, self.source, fixed_too - {target[0]})
         coupled = sorted({c.lineno for e in entries for c in e.coupled})
         if fix_plan is not None:
             applicability = Applicability.UNSAFE if coupled else Applicability.SAFE
@@ -371,7 +374,7 @@ class _Analysis:
             plans.append((found.plan, found.finding))
         if not plans:
             return None
-        parents = {s: h for s, (h, _) in self.blocks.items() if isinstance(h, ast.stmt)}
+        parents = parent_map(self.blocks)
         statements = list(dict.fromkeys(p.statement for p, _ in plans))
         lines = list(self.lines)
         cst_lines = 0
@@ -436,7 +439,8 @@ def _comments(text: str) -> int:
     import tokenize
 
     try:
-        return sum(t.type == tokenize.COMMENT for t in tokenize.generate_tokens(io.StringIO(text).readline))
+        lines = io.StringIO(text, newline=None).readline  # a lone CR ends a line too
+        return sum(t.type == tokenize.COMMENT for t in tokenize.generate_tokens(lines))
     except (tokenize.TokenError, SyntaxError):
         return text.count("#")
 

@@ -43,12 +43,12 @@ class ModuleAnalysis:
     def __init__(self, tree: ast.Module, config: Config, text: str | None = None) -> None:
         self.tree = tree
         self.config = config
-        self.index = ModuleIndex(tree, config)
+        self._lines = _LineIndex(text) if text is not None else None
+        self.index = ModuleIndex(tree, config, (lambda w: self._lines.lines_with({w})) if self._lines else None)
         self.bdd = Manager()
         self.context = Context(self.index, self.bdd)
         self.results: dict[str | None, FunctionResult] = {}
         self._replays: dict[tuple[str | None, frozenset[tuple[ast.AST, int]]], FunctionResult] = {}
-        self._lines = _LineIndex(text) if text is not None else None
         self.failed: list[str] = []
         self._run()
 

@@ -8,7 +8,7 @@ the scope that holds the ``def`` (see :mod:`gradgate.model.interpret`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..config import NON_COMM_API_NAMES, Config
@@ -128,20 +128,24 @@ def own_calls(node: ast.AST) -> Iterator[ast.Call]:
 
 
 class ModuleIndex:
-    def __init__(self, tree: ast.Module, config: Config) -> None:
+    def __init__(self, tree: ast.Module, config: Config, lines: "Callable[[str], list[int]] | None" = None) -> None:
+        """``lines(word)``, the lines where a word occurs, lets the index skip the
+        functions that cannot hold what a question looks for; without it, none is skipped."""
         self.tree = tree
         self.config = config
         self.aliases = import_aliases(tree.body)
+        self._aliases: dict[str, dict[str, str]] = {}
         self.functions: dict[str, FunctionInfo] = {}
         self.by_node: dict[ast.AST, FunctionInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
         #: names the module binds at its top level (assignments, imports, defs)
         self.module_names = _bound_at_top(tree)
         self._collect(tree.body, prefix="", owner=None)
+        self._calls: dict[str, list[ast.Call]] = {}
+        self._lines = lines
         self._mark_backward()
-        self.communicates = self._communicating_functions()
-        #: (function, parameter) pairs some call in the module feeds ``<module>.training``
-        self.fed_training = self._fed_training()
+        self._communicates: dict[str, bool] = {}
+        self._fed: dict[tuple[str, str], int] | None = None
 
     # -- collecting -------------------------------------------------------------------
     def _collect(self, body: list[ast.stmt], prefix: str, owner: str | None) -> None:
@@ -189,6 +193,31 @@ class ModuleIndex:
                 self.by_node[statement] = info
                 self._collect_nested(statement.body, f"{qualname}.<locals>.", owner)
 
+    def calls_of(self, qualname: str) -> list[ast.Call]:
+        """The calls a function makes itself, not its nested functions ("" is the module)."""
+        found = self._calls.get(qualname)
+        if found is None:
+            node = self.functions[qualname].node if qualname else self.tree
+            found = self._calls[qualname] = list(own_calls(node))
+        return found
+
+    def _functions_mentioning(self, word: str) -> list[str]:
+        """Qualnames (and "" for the module) whose lines may spell ``word``."""
+        every = ["", *self.functions]
+        if self._lines is None:
+            return every
+        import bisect
+
+        lines = self._lines(word)
+        if not lines:
+            return []
+        out = [""]
+        for qualname, info in self.functions.items():
+            at = bisect.bisect_left(lines, info.node.lineno)
+            if at < len(lines) and lines[at] <= (info.node.end_lineno or info.node.lineno):
+                out.append(qualname)
+        return out
+
     def _is_autograd_function(self, klass: ClassInfo, depth: int = 0) -> bool:
         for base in klass.bases:
             if base in AUTOGRAD_FUNCTION_BASES or base.endswith("autograd.Function"):
@@ -209,16 +238,14 @@ class ModuleIndex:
         # a function registered as a backward hook, found from the scope of the
         # registration (a closure named `_hook` elsewhere is another function)
         hooked: set[str] = set()
-        scopes: list[tuple[str, list[ast.stmt]]] = [("", self.tree.body)]
-        scopes += [(f"{i.qualname}.<locals>.", i.node.body) for i in self.functions.values()]
-        for prefix, body in scopes:
-            for statement in own_statements(body):
-                for call in own_calls(statement) if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else ():
-                    if isinstance(call.func, ast.Attribute) and call.func.attr in BACKWARD_HOOK_REGISTRARS:
-                        for argument in call.args:
-                            if isinstance(argument, ast.Name):
-                                hooked.add(f"{prefix}{argument.id}" if f"{prefix}{argument.id}" in self.functions
-                                           else argument.id)
+        for owner in self._functions_mentioning("register_"):
+            prefix = f"{owner}.<locals>." if owner else ""
+            for call in self.calls_of(owner):
+                if isinstance(call.func, ast.Attribute) and call.func.attr in BACKWARD_HOOK_REGISTRARS:
+                    for argument in call.args:
+                        if isinstance(argument, ast.Name):
+                            local = f"{prefix}{argument.id}"
+                            hooked.add(local if local in self.functions else argument.id)
         non_forward = self.config.non_forward_re
         for info in self.functions.values():
             if info.qualname in hooked or non_forward.search(info.node.name):
@@ -281,16 +308,30 @@ class ModuleIndex:
         return last is not None and self.config.is_forward_comm_call(last)
 
     def aliases_of(self, info: FunctionInfo) -> dict[str, str]:
-        local = import_aliases(s for s in own_statements(info.node.body) if isinstance(s, (ast.Import, ast.ImportFrom)))
-        return {**self.aliases, **local} if local else self.aliases
+        """The module's import aliases, with the function's own imports over them."""
+        found = self._aliases.get(info.qualname)
+        if found is None:
+            local = import_aliases(s for s in own_statements(info.node.body) if isinstance(s, (ast.Import, ast.ImportFrom)))
+            found = self._aliases[info.qualname] = {**self.aliases, **local} if local else self.aliases
+        return found
 
-    def _fed_training(self) -> dict[tuple[str, str], int]:
-        """Parameters that a call somewhere in the module passes a module's train/eval
-        mode (``x.training``), with the line of one such call: a *selector* by mode."""
+    @property
+    def fed_training(self) -> dict[tuple[str, str], int]:
+        """(function, parameter) pairs that a call somewhere in the module passes a
+        module's train/eval mode (``x.training``), with the line of one such call: a
+        *selector* by mode."""
+        if self._fed is not None:
+            return self._fed
         found: dict[tuple[str, str], int] = {}
-        for info in self.functions.values():
+        for qualname in self._functions_mentioning("training"):
+            if not qualname:
+                continue
+            info = self.functions[qualname]
+            calls = [c for c in self.calls_of(qualname) if _mentions_training(c)]
+            if not calls:
+                continue
             aliases = self.aliases_of(info)
-            for call in own_calls(info.node):
+            for call in calls:
                 resolved = self.resolve(call.func, info.owner, aliases)
                 if resolved is None:
                     continue
@@ -304,34 +345,34 @@ class ModuleIndex:
                 for name, value in pairs:
                     if isinstance(value, ast.Attribute) and value.attr == "training":
                         found.setdefault((callee, name), call.lineno)
+        self._fed = found
         return found
 
-    def _communicating_functions(self) -> set[str]:
-        """Functions of the module that communicate in the forward, directly or through
-        other functions of the module."""
-        calls: dict[str, list[str]] = {}
-        found: set[str] = set()
-        for qualname, info in self.functions.items():
-            if info.backward or self.config.backward_call_re.search(info.node.name):
-                continue
+    def communicates(self, qualname: str, depth: int = 0) -> bool:
+        """Does a function of the module communicate in the forward, directly or through
+        other functions of the module? Worked out on demand, for the callees met."""
+        known = self._communicates.get(qualname)
+        if known is not None:
+            return known
+        self._communicates[qualname] = False  # a recursive call does not make it communicate
+        info = self.functions.get(qualname)
+        result = False
+        if info is not None and not info.backward and not self.config.backward_call_re.search(info.node.name):
             aliases = self.aliases_of(info)
-            callees = []
-            for call in own_calls(info.node):
+            for call in self.calls_of(qualname):
                 if self.is_comm_callee(call.func, aliases):
-                    found.add(qualname)
+                    result = True
                     break
                 resolved = self.resolve(call.func, info.owner, aliases)
-                if resolved is not None:
-                    callees.append(resolved[0])
-            calls[qualname] = callees
-        changed = True
-        while changed:
-            changed = False
-            for qualname, callees in calls.items():
-                if qualname not in found and any(c in found for c in callees):
-                    found.add(qualname)
-                    changed = True
-        return found
+                if resolved is not None and depth < 32 and self.communicates(resolved[0], depth + 1):
+                    result = True
+                    break
+        self._communicates[qualname] = result
+        return result
+
+
+def _mentions_training(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Attribute) and a.attr == "training" for a in (*call.args, *(k.value for k in call.keywords)))
 
 
 def _parameters(args: ast.arguments) -> list[ast.arg]:

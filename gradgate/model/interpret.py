@@ -827,7 +827,7 @@ class Interpreter:
         func = node.func
         comm = self.index.is_comm_callee(func, self.aliases)
         resolved = None if comm else self.index.resolve(func, self.owner, self.aliases)
-        if not comm and resolved is not None and resolved[0] in self.index.communicates:
+        if not comm and resolved is not None and self.index.communicates(resolved[0]):
             comm = True
         if comm:
             name = resolved[0] if resolved is not None else (
