@@ -34,11 +34,19 @@ def with_edits(result: FileResult, config) -> FileResult:
     show or apply), matched by place. Unlike :func:`gradgate.engine.attach_edits` it
     also works on a result that ``per-file-ignores`` thinned out (the re-analysis then
     has more findings than the result)."""
-    if result.source is None or result.error is not None or not any(f.applicability for f in result.findings):
+    if result.error is not None or not any(f.applicability for f in result.findings):
         return result
     from dataclasses import replace
 
-    edited = lint_source(result.path, result.source, config, edits=True)
+    from .source import SourceError, read_source
+
+    data = result.source
+    if data is None:  # a cached result: the file was not read
+        try:
+            data = read_source(result.path).data
+        except SourceError:
+            return result
+    edited = lint_source(result.path, data, config, edits=True)
     if edited.error is not None:
         return result
     by_place = {(f.line, f.column, f.rule): f.edit for f in edited.findings}
