@@ -507,7 +507,7 @@ def attach_edits(result: FileResult, config: Config) -> FileResult:
         except SourceError:
             return result
     edited = lint_source(result.path, data, config, edits=True)
-    if edited.error is not None or len(edited.findings) != len(result.findings):
+    if edited.error is not None:  # (per-file-ignores may have dropped some of edited's findings)
         return result
     from dataclasses import replace
 

@@ -258,10 +258,10 @@ class ModuleAnalysis:
         # each read is judged with the others at their grad-on value, so that a gate
         # behind another gate is seen (and fixed) at once
         gating: list[tuple[ast.AST, ast.AST, int]] = []
+        all_on = {t: v for _, t, v in reads}
+        on = _find(self.replay(function, all_on), decision)  # the same for every read
         for origin, target, value in reads:
-            others = {t: v for o, t, v in reads if o is not origin}
-            on = _find(self.replay(function, {**others, target: value}), decision)
-            off = _find(self.replay(function, {**others, target: 1 - value}), decision)
+            off = _find(self.replay(function, {**all_on, target: 1 - value}), decision)
             if on is None or off is None or on.bdd == off.bdd:
                 continue
             if decision.depends_any_way or bdd.conj(off.bdd, bdd.negate(on.bdd)) == 0:
