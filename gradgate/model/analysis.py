@@ -249,28 +249,26 @@ class ModuleAnalysis:
         if result is None:
             return []
         bdd = self.bdd
-        reads: list[tuple[ast.AST, ast.AST, int]] = []
-        for origin in sorted(decision.origins, key=_position):
-            found = result.origins.get(origin)
-            if found is not None:
-                statement, polarity, _trail = found
-                reads.append((origin, *widen_to_pure_grad(origin, statement, polarity)))
-        # each read is judged with the others at their grad-on value, so that a gate
-        # behind another gate is seen (and fixed) at once
-        gating: list[tuple[ast.AST, ast.AST, int]] = []
-        all_on = {t: v for _, t, v in reads}
-        on = _find(self.replay(function, all_on), decision)  # the same for every read
-        for origin, target, value in reads:
-            off = _find(self.replay(function, {**all_on, target: 1 - value}), decision)
-            if on is None or off is None or on.bdd == off.bdd:
+        # each read is a variable of its own: set to its grad-on value (1) or off (0),
+        # with the other reads at grad-on, a restriction of the decision shows what it does
+        reads = sorted(((o, result.read_vars[o]) for o in decision.origins if o in result.read_vars and o in result.origins),
+                       key=lambda r: _position(r[0]))
+        present = bdd.support(decision.bdd)
+        reads = [(o, v) for o, v in reads if v in present]
+        all_on = {v: True for _, v in reads}
+        on = bdd.real(bdd.restrict_all(decision.bdd, all_on))
+        gating: list[tuple[ast.AST, int, int]] = []
+        for origin, var in reads:
+            off = bdd.real(bdd.restrict_all(decision.bdd, {**all_on, var: False}))
+            if on == off:
                 continue
-            if decision.depends_any_way or bdd.conj(off.bdd, bdd.negate(on.bdd)) == 0:
-                gating.append((origin, target, value))
+            if decision.depends_any_way or bdd.conj(off, bdd.negate(on)) == 0:
+                gating.append((origin, var, 1))
         if not gating:
             return []
-        fixed = _find(self.replay(function, {t: v for _, t, v in gating}), decision)
-        proven = fixed is not None and bdd.grad_on(fixed.bdd) == bdd.grad_on(decision.bdd) and (
-            not bdd.depends_on_grad(fixed.bdd) if decision.depends_any_way else not bdd.forced_off_by_no_grad(fixed.bdd)
+        fixed = bdd.real(bdd.restrict_all(decision.bdd, {v: True for _, v, _ in gating}))
+        proven = bdd.grad_on(fixed) == bdd.grad_on(decision.bdd) and (
+            not bdd.depends_on_grad(fixed) if decision.depends_any_way else not bdd.forced_off_by_no_grad(fixed)
         )
         entries = []
         for origin, _target, _value in gating:

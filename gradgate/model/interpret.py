@@ -96,6 +96,8 @@ class FunctionResult:
     #: each grad-mode read that became an origin: its statement, its polarity (1 for
     #: grad mode, 0 for its negation) and the steps its value took from the capture
     origins: dict[ast.AST, tuple[ast.stmt, int, tuple[Step, ...]]] = field(default_factory=dict)
+    #: the BDD variable of each read (see :meth:`gradgate.model.bdd.Manager.read`)
+    read_vars: dict[ast.AST, int] = field(default_factory=dict)
     #: flag names read in the forward (not only for ``ctx`` / ``save_for_backward``)
     forward_reads: set[str] = field(default_factory=set)
     backward_reads: set[str] = field(default_factory=set)
@@ -211,10 +213,14 @@ class Interpreter:
     def _read(self, value: Value, node: ast.AST) -> Value:
         """A read of a pure grad-mode value becomes an origin: where a fix would act."""
         if self.bdd.is_pure_grad(value.bdd) and value.items is None and value.fields is None:
+            polarity = self.bdd.polarity(value.bdd)
             if self.statement is not None:
-                polarity = 1 if value.bdd == self.bdd.grad else 0
                 self.result.origins[node] = (self.statement, polarity, value.trail)
-            return replace(value, origins=frozenset({node}))
+            if node in self.overrides:
+                return replace(value, origins=frozenset({node}))
+            var = self.bdd.read(("read", id(node)))
+            self.result.read_vars[node] = self.bdd.var(var)
+            return replace(value, bdd=var if polarity else self.bdd.negate(var), origins=frozenset({node}))
         return value
 
     # -- statements ---------------------------------------------------------------------------
@@ -937,9 +943,12 @@ def pure_grad_values(values: Iterable[Value], bdd: Manager) -> Value | None:
             return None
         if chosen is None:
             chosen = value
-        elif chosen.bdd != value.bdd:
+        elif bdd.polarity(chosen.bdd) != bdd.polarity(value.bdd):
             return None
-    return chosen
+    if chosen is None:
+        return None
+    # grad mode itself (not the variable of one read), for the places it flows to
+    return replace(chosen, bdd=bdd.real(chosen.bdd))
 
 
 __all__ = ["CallSite", "Context", "Decision", "FunctionResult", "Interpreter", "interpret", "pure_grad_values",
