@@ -74,11 +74,15 @@ class ModuleAnalysis:
         grad_functions = {*config.grad_functions, *config.inference_functions}
         words |= {name for name, target in self.index.aliases.items() if target in grad_functions}
         previous: tuple[object, ...] | None = None
+        before = self._context_state()
+        stale: set[str] | None = None  # None: every relevant function (the first round)
         for _ in range(MAX_ROUNDS):
             functions = self._relevant(words)
             results: dict[str | None, FunctionResult] = {None: self._interpret(None)}
             for info in functions:
-                results[info.qualname] = self._interpret(info)
+                old = self.results.get(info.qualname)
+                keep = stale is not None and old is not None and info.qualname not in stale
+                results[info.qualname] = old if keep else self._interpret(info)  # type: ignore[assignment]
             self.results = results
             summary = self._summarise(results.values())
             if summary == previous:
@@ -86,6 +90,43 @@ class ModuleAnalysis:
             previous = summary
             words = words | {q.rsplit(".", 1)[-1] for q in self.context.returns} | set(self.context.attributes) | {
             attr for (_, attr), v in self.context.class_attributes.items() if v is not PLAIN}
+            after = self._context_state()
+            stale = self._affected(before, after)
+            before = after
+
+    def _context_state(self) -> dict[str, dict[object, object]]:
+        c = self.context
+        return {
+            "seeds": {q: tuple(sorted((n, _shape(v)) for n, v in p.items())) for q, p in c.seeds.items()},
+            "supplied": {q: tuple(sorted(v)) for q, v in c.supplied.items()},
+            "returns": {q: v.bdd for q, v in c.returns.items()},
+            "attributes": {a: v.bdd for a, v in c.attributes.items()},
+            "plain": {a: True for a in c.plain_attributes},
+            "class_attributes": {k: v.bdd for k, v in c.class_attributes.items()},
+        }
+
+    def _affected(self, before: dict[str, dict[object, object]], after: dict[str, dict[object, object]]) -> set[str] | None:
+        """The functions whose interpretation a change of the summaries can change: those
+        whose parameters' supply changed, and those whose lines name a changed return or
+        attribute. None (all of them) where the text is not known."""
+        changed: dict[str, set[object]] = {
+            kind: {k for k in {*before[kind], *after[kind]} if before[kind].get(k) != after[kind].get(k)}
+            for kind in before
+        }
+        stale: set[str] = {str(q) for q in changed["seeds"] | changed["supplied"]}
+        words = {str(q).rsplit(".", 1)[-1] for q in changed["returns"]}
+        words |= {str(a) for a in changed["attributes"] | changed["plain"]}
+        words |= {str(k[1]) for k in changed["class_attributes"]}  # type: ignore[index]
+        if not words:
+            return stale
+        if self._lines is None:
+            return None
+        lines = self._lines.lines_with(words)
+        for info in self.index.functions.values():
+            at = bisect.bisect_left(lines, info.node.lineno)
+            if at < len(lines) and lines[at] <= (info.node.end_lineno or info.node.lineno):
+                stale.add(info.qualname)
+        return stale
 
     def _interpret(self, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None) -> FunctionResult:
         try:
