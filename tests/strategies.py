@@ -855,7 +855,7 @@ def _check_fix(outcome: Outcome, path: str, data: bytes, check, fixed, unsafe: b
     except (SyntaxError, ValueError) as exc:
         outcome.add("reparse", f"CPython: {exc}{tag}")
         return
-    if cst_reparse and _libcst_whole(data) != "rejects":  # else it cannot read the fix either
+    if cst_reparse and _libcst_whole(data) in ("exact", "inexact"):  # else it cannot read the fix either
         import libcst
 
         try:
