@@ -384,6 +384,7 @@ def check(paths, output_format, config_file, select, ignore, exclude, force_excl
         sarif = {"baselined": [f for f in total if id(f) not in new], "baseline_file": baseline_file}
         if len(total) != len(findings) and output_format == "text" and not quiet:
             click.echo(f"{len(total) - len(findings)} finding(s) in the baseline not shown.", err=True)
+    sarif["suppressed"] = sorted((f for r in results for f in r.suppressed), key=lambda f: f.sort_key())
     out.write(out.render(findings, errors, **(sarif if output_format == "sarif" else {})))
     sys.exit(EXIT_ERROR if errors else EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from .config import Config
@@ -238,6 +238,8 @@ class _Analysis:
             raise LintError("too deeply nested to analyse") from None
         self.used_suppressions: set[int] = set()
         self.found: list[_Found] = []
+        #: findings a suppression comment silenced
+        self.suppressed: list[Finding] = []
         self.blocks = BlockIndex(self.tree)
         self._judge(rules)
         if config.reports_unused_suppressions and "gradgate:" in text:
@@ -276,13 +278,8 @@ class _Analysis:
         span = self.source.span(origin)
         line = span[0]
         text = self.lines[line - 1].rstrip("\r\n") if line <= len(self.lines) else ""
-        if suppressed(text, rule.CODE):
-            self.used_suppressions.add(line)
-            return None
         statement_text = self.lines[statement.lineno - 1] if statement.lineno <= len(self.lines) else ""
-        if suppressed(statement_text, rule.CODE):
-            self.used_suppressions.add(statement.lineno)
-            return None
+        silenced = next((n for n, t in ((line, text), (statement.lineno, statement_text)) if suppressed(t, rule.CODE)), None)
         read = " ".join(self.source.text(span).split())
         message = rule.describe(first.decision, read)
         fix_plan: FixPlan | None = None
@@ -307,6 +304,10 @@ class _Analysis:
             applicability=applicability, source_line=text, flow=flow,
             fix_title=FIX_TITLES.get(fix_plan.action, "") if fix_plan is not None else "",
         )
+        if silenced is not None:
+            self.used_suppressions.add(silenced)
+            self.suppressed.append(replace(finding, applicability=None))
+            return None
         return _Found(finding, fix_plan)
 
     def _unused_suppressions(self, text: str, rules: Sequence[type["Rule"]]) -> list[_Found]:
@@ -479,7 +480,7 @@ def lint_source(
         analysis.with_edits()
     remaining = tuple(f.finding for f in analysis.found)
     if not fix or not analysis.fixable(unsafe_fixes):
-        return FileResult(path, remaining, source=data, stage="ast")
+        return FileResult(path, remaining, source=data, stage="ast", suppressed=tuple(analysis.suppressed))
     try:
         final, current, fixed_findings, cst_lines = _fix(path, text, analysis, config, rules, prefilter, unsafe_fixes)
     except LintError as exc:

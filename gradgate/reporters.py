@@ -228,10 +228,13 @@ def _uri(path: str) -> str:
 
 
 def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (), root: str | None = None,
-                 baselined: Sequence[Finding] = (), baseline_file: str | None = None) -> str:
+                 baselined: Sequence[Finding] = (), baseline_file: str | None = None,
+                 suppressed: Sequence[Finding] = ()) -> str:
     """SARIF 2.1.0. With a baseline, ``findings`` are the new results
     (``baselineState: new``) and ``baselined`` the known ones, reported as ``unchanged``
-    with an external, accepted suppression (code scanning shows them as dismissed)."""
+    with an external, accepted suppression (code scanning shows them as dismissed);
+    ``suppressed`` are the findings a suppression comment silenced (an ``inSource``
+    suppression)."""
     import os
 
     from . import __version__
@@ -257,9 +260,10 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
         )
     results = []
     with_baseline = baseline_file is not None
-    tagged = [(f, False) for f in findings] + [(f, True) for f in baselined]
+    tagged = [(f, "") for f in findings] + [(f, "baseline") for f in baselined] + [(f, "comment") for f in suppressed]
     tagged.sort(key=lambda item: item[0].sort_key())
-    for f, known in tagged:
+    for f, why in tagged:
+        known = why == "baseline"
         location = {
             "physicalLocation": {
                 "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
@@ -281,6 +285,8 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
                 {"kind": "external", "status": "accepted",
                  "justification": f"recorded in the baseline {baseline_file}"}
             ]
+        elif why == "comment":
+            result["suppressions"] = [{"kind": "inSource", "status": "accepted"}]
         if f.flow:
             result["codeFlows"] = [
                 {

@@ -118,6 +118,8 @@ class FileResult:
     stage: str = ""
     #: how many of the file's lines LibCST parsed
     cst_lines: int = 0
+    #: findings a suppression comment silenced (SARIF reports them as suppressed)
+    suppressed: tuple[Finding, ...] = ()
 
     @property
     def changed(self) -> bool:

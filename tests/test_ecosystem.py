@@ -94,6 +94,28 @@ def test_sarif_with_a_baseline_carries_baseline_state_and_suppressions(project):
     ]
 
 
+def test_sarif_reports_findings_silenced_in_the_source_as_suppressed(project, tmp_path):
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
+    silenced = (
+        "def forward(ub_overlap_ag, is_grad_enabled, x):\n"
+        "    ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x  # noqa: GG001\n"
+        "    return ub_overlap_ag\n"
+    )
+    (project / "src" / "quiet.py").write_text(silenced)
+    cache = tmp_path / "cache"
+    runs = [run_cli("check", "--format", "sarif", "--cache-dir", str(cache), "src/quiet.py", cwd=project)
+            for _ in range(2)]  # cold, then warm: the cache keeps what was silenced
+    for result in runs:
+        assert result.returncode == 0  # a silenced finding fails nothing
+        sarif = json.loads(result.stdout)
+        jsonschema.validate(sarif, schema)
+        assert [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"], r["suppressions"])
+                for r in sarif["runs"][0]["results"]] == [("GG001", 2, [{"kind": "inSource", "status": "accepted"}])]
+    assert run_cli("check", "--format", "json", "src/quiet.py", cwd=project).stdout.strip() == b"[]"
+
+
 def test_github_annotations(project):
     result = run_cli("check", "--format", "github", "src/model.py", cwd=project)
     assert result.returncode == 1
