@@ -1467,6 +1467,39 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
                    f"findings in each: {f['findings']}.")
         out.append("")
 
+    batch = report.get("batch")
+    if batch:
+        out.append(f"### Pre-commit batch: {len(batch['paths'])} TransformerEngine modules "
+                   f"({batch['bytes'] / 1000:.0f} kB)")
+        out.append("")
+        out.append("Files: " + ", ".join(f"`{p.split('/')[-1]}`" for p in batch["paths"]) + ".")
+        out.append("")
+        out.extend(corpus_table(batch["_results"], len(batch["paths"]), batch["bytes"], ORDER, args.timeout))
+        out.append("")
+        out.append(f"- {fmt_noise(batch.get('noise'))}")
+        f = batch["findings"]
+        out.append(f"- same findings: **{f['verdict']}** across {f['compared']} gradgate outputs; "
+                   f"findings in each: {f['findings']}.")
+        out.append("")
+
+    fix = report.get("fix")
+    if fix:
+        out.append(f"### fix on a {fix['lines']:,}-line file with one finding ({fix['bytes'] / MB:.1f} MB)")
+        out.append("")
+        out.append("Real code: the TransformerEngine files that read no grad mode, whole, then one "
+                   "buggy function at the end (`bench.py`'s `big_source`); `fix` rewrites a copy "
+                   "restored before each run.")
+        out.append("")
+        out.extend(corpus_table(fix["_results"], 1, fix["bytes"], ORDER, args.timeout,
+                                bases=(("gg_check_big", "gradgate check"),)))
+        out.append("")
+        out.append(f"- {fmt_noise(fix.get('noise'))}")
+        f = fix["findings"]
+        out.append(f"- check's findings: **{f['verdict']}** across {f['compared']} outputs; findings in "
+                   f"each: {f['findings']} (expected 1); the last fix run changed "
+                   f"{fix['fix_changed_lines']} line(s) (line count {fix['fix_line_delta']:+d}).")
+        out.append("")
+
     scaling = report.get("scaling")
     if scaling:
         out.append("### Scaling: random subsets of the corpora together (seed 0)")
@@ -1499,39 +1532,6 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
         report["scaling_fit"] = {
             k: linear_fit([x for x, _ in s], [y for _, y in s]) for k, s in series.items()
         }
-        out.append("")
-
-    batch = report.get("batch")
-    if batch:
-        out.append(f"### Pre-commit batch: {len(batch['paths'])} TransformerEngine modules "
-                   f"({batch['bytes'] / 1000:.0f} kB)")
-        out.append("")
-        out.append("Files: " + ", ".join(f"`{p.split('/')[-1]}`" for p in batch["paths"]) + ".")
-        out.append("")
-        out.extend(corpus_table(batch["_results"], len(batch["paths"]), batch["bytes"], ORDER, args.timeout))
-        out.append("")
-        out.append(f"- {fmt_noise(batch.get('noise'))}")
-        f = batch["findings"]
-        out.append(f"- same findings: **{f['verdict']}** across {f['compared']} gradgate outputs; "
-                   f"findings in each: {f['findings']}.")
-        out.append("")
-
-    fix = report.get("fix")
-    if fix:
-        out.append(f"### fix on a {fix['lines']:,}-line file with one finding ({fix['bytes'] / MB:.1f} MB)")
-        out.append("")
-        out.append("Real code: the TransformerEngine files that read no grad mode, whole, then one "
-                   "buggy function at the end (`bench.py`'s `big_source`); `fix` rewrites a copy "
-                   "restored before each run.")
-        out.append("")
-        out.extend(corpus_table(fix["_results"], 1, fix["bytes"], ORDER, args.timeout,
-                                bases=(("gg_check_big", "gradgate check"),)))
-        out.append("")
-        out.append(f"- {fmt_noise(fix.get('noise'))}")
-        f = fix["findings"]
-        out.append(f"- check's findings: **{f['verdict']}** across {f['compared']} outputs; findings in "
-                   f"each: {f['findings']} (expected 1); the last fix run changed "
-                   f"{fix['fix_changed_lines']} line(s) (line count {fix['fix_line_delta']:+d}).")
         out.append("")
 
     stages = report.get("stages")
