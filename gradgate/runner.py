@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from .config import Config
 from .discovery import discover
 from .engine import FileResult, lint_source, may_hold_findings
+from .suppression import file_ignored_bytes
 from .source import SourceError, read_source
 
 #: below this many files to analyse, a pool costs more than it saves
@@ -145,6 +146,11 @@ def run(
                 results[index] = hit
                 continue
             recorded[index] = (abspath, digest, source.info)
+        if file_ignored_bytes(data):  # `# gradgate: ignore-file`
+            results[index] = FileResult(item.path, stage="ignored")
+            if cache is not None:
+                cache.put(*recorded.pop(index), now_ns, results[index])
+            continue
         if options.prefilter and not may_hold_findings(data, config):
             results[index] = FileResult(item.path, stage="prefilter")
             if cache is not None:

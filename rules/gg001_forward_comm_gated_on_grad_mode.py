@@ -8,11 +8,23 @@ from gradgate.rule import Invalid, Rule, Valid
 class ForwardCommGatedOnGradMode(Rule):
     """
     ## What it does
-    Flags an assignment to a forward-path communication or overlap flag (a name such as
-    `ub_overlap_ag_fprop`, `ub_overlap_rs`, `*_all_gather_*`) whose value is an `and`
-    chain holding the autograd grad mode: `torch.is_grad_enabled()` (under any import
-    alias), a local assigned from it, or a variable, parameter or attribute named
-    `is_grad_enabled` / `grad_enabled`.
+    Flags a forward communication decision that grad mode gates. gradgate follows grad
+    mode as a value (`torch.is_grad_enabled()` under any alias, `torch._C.is_grad_enabled()`,
+    `not torch.is_inference_mode_enabled()`, and the locals, attributes, tuple fields,
+    dataclass fields, dict entries and helper parameters it flows into) and works out each
+    decision as a boolean function of it. A decision is reported when turning grad mode
+    off can only turn it off, while with grad mode on it can still be on. The decisions:
+
+    - a flag that selects a communication path (named like `ub_overlap_ag`, `*_overlap*`,
+      `*all_gather*`, `*_comm`, set in any target form: a name, attribute, subscript,
+      dict value, walrus, keyword argument);
+    - whether a forward collective runs at all (`if torch.is_grad_enabled(): dist.all_reduce(x)`,
+      an early `return` of the plain path, a helper of the same module that communicates);
+    - a keyword option of a collective (`async_op=`), and the process group it uses
+      (`group=`: there any dependence on grad mode counts).
+
+    The finding points at the grad-mode read through which grad mode enters; the path it
+    took from its capture is shown in `note:` lines.
 
     ## Why is this bad?
     Grad mode says whether autograd records the forward for a backward pass; it says
@@ -41,14 +53,24 @@ class ForwardCommGatedOnGradMode(Rule):
     ```
 
     ## Fix safety
-    The fix removes the grad-mode operand and one adjoining `and`, and nothing else:
-    parentheses, line breaks and comments stay. It changes behaviour on purpose: the
-    forward now takes the requested overlap path under `no_grad` too. That is safe when
-    the path needs nothing that only exists while grad is on (TransformerEngine's
-    LayerNormLinear all-gather overlap does not; the `gradgate harness` proves it on
-    GPUs). When removing the operand would drop a comment the finding is reported
-    without a fix, and so is `flag &= <grad mode>` alone (the fix would delete a
-    statement, maybe the only one of its block); `flag &= x and <grad mode>` is fixed.
+    The fix sets the grad-mode read to its grad-on value and removes what that makes
+    neutral: the operand and one adjoining `and` (an `or` operand that is now False), the
+    `if not grad: flag = False` statement, the `else` of `if grad: flag = x else: flag = False`,
+    the `if` around a collective; a statement that would become `x = x` (which pylint
+    rejects, W0127) is deleted. Parentheses, line breaks and comments stay (a comment on a
+    removed `if` line moves above the kept statement). A fix is offered only when it is
+    proven: gradgate evaluates the fixed decision over every assignment of its conditions
+    (in canonical form) and checks that it equals the old decision with grad mode on and
+    is no longer gated. What cannot be proven, or would drop a comment, is report-only.
+
+    - **safe** (applied by `gradgate fix`): the path needs nothing that only grad mode
+      prepares; TransformerEngine 2.x's LayerNormLinear/LayerNormMLP gates (the
+      `gradgate harness` shows on GPUs that the fixed overlap gives the same numbers).
+    - **unsafe** (applied with `--unsafe-fixes`, shown otherwise): grad mode also decides,
+      elsewhere in the same forward, how what the path needs is prepared: a call that takes
+      grad mode itself and a value prepared on the gated path (TE 1.x's
+      `_apply_normalization(..., ln_out, ..., is_grad_enabled)` writes the UserBuffers
+      buffer only when grad is on). The message names that line.
 
     ## References
     - TransformerEngine issue #2902: https://github.com/NVIDIA/TransformerEngine/issues/2902
@@ -129,7 +151,7 @@ class ForwardCommGatedOnGradMode(Rule):
         Invalid(
             "ub_overlap_ag = (\n"
             "    ub_overlap_ag  # requested by the user\n"
-            "    and args.is_grad_enabled  # why?\n"
+            "    and is_grad_enabled  # why?\n"
             "    and not return_layernorm_output_gathered\n"
             ")\n",
             line=3,

@@ -8,12 +8,14 @@ from gradgate.rule import Invalid, Rule, Valid
 class ForwardNumericsChosenByGradMode(Rule):
     """
     ## What it does
-    Flags a forward numerics or kernel mode chosen by the grad mode:
+    Flags a forward numerics or kernel mode that grad mode gates (grad mode followed as
+    a value, as GG001 does):
 
-    - a `training and is_grad_enabled` conjunction handed to a call (typically a fused
-      kernel's `training` / `training_mode` argument that turns dropout off when False);
-    - an `if` on the grad mode (either polarity) that switches a module to `.eval()` or
-      `.train()`.
+    - the training or dropout mode handed to a kernel we cannot see, by keyword
+      (`training=`, `dropout_p=`, ...) or positionally (an argument built from a
+      `training` flag), when turning grad mode off can only turn it off
+      (`config.training and config.is_grad_enabled`);
+    - `.train()` / `.eval()` run or not depending on grad mode (any dependence).
 
     ## Why is this bad?
     Training mode decides the forward's numerics (dropout, batch-norm statistics); grad
@@ -56,8 +58,11 @@ class ForwardNumericsChosenByGradMode(Rule):
     ]
     INVALID = [
         Invalid(
+            # DeepSpeed's fused transformer: grad mode stored on the config, then conjoined
+            "import torch\n"
+            "config.is_grad_enabled = torch.is_grad_enabled()\n"
             "out = forward_func(layer_id, x, config.training and config.is_grad_enabled, pre_ln)\n",
-            line=1,
+            line=3,
             column=53,
         ),
         Invalid(
