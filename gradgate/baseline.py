@@ -29,7 +29,7 @@ def _key(finding: Finding, root: str | None) -> tuple[str, str]:
 
 def write(path: str, findings: Sequence[Finding], root: str | None = None) -> int:
     counts = Counter(_key(f, root) for f in findings)
-    first = {}
+    first: dict[tuple[str, str], Finding] = {}
     for f in findings:
         first.setdefault(_key(f, root), f)
     entries = [

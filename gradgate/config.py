@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 from .regexsafety import backtracking_risk
 
@@ -132,7 +133,7 @@ class Config:
             if risk is not None:
                 raise ConfigError(f"regular expression {pattern!r} refused: {risk}")
 
-    def with_changes(self, **changes: object) -> "Config":
+    def with_changes(self, **changes: Any) -> "Config":
         return replace(self, **changes)
 
     @cached_property

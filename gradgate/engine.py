@@ -66,7 +66,7 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
-def _parse_cst(text: str):
+def _parse_cst(text: str) -> "cst.Module":
     import libcst as cst
 
     try:
@@ -108,7 +108,7 @@ class Snippet:
     def line_offset(self) -> int:
         return self.first - 1 - self.header.count("\n")
 
-    def body_of(self, module) -> str:
+    def body_of(self, module: "cst.Module") -> str:
         code = module.code
         if not (code.startswith(self.header) and code.endswith(self.sentinel)):
             raise _FixInvalid("a fix changed the snippet frame")
@@ -126,7 +126,7 @@ def _ranges(statements: Sequence[ast.stmt]) -> list[tuple[int, int]]:
     return ranges
 
 
-def _frame(lines: list[str], first: int, last: int, top_level: bool = False):
+def _frame(lines: list[str], first: int, last: int, top_level: bool = False) -> tuple[str, str, str]:
     """Lines ``first..last`` framed to parse alone: ``(header, body, sentinel)``.
 
     Every frame ends in a ``pass`` sentinel line: it keeps an indented block valid when

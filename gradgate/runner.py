@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from .config import Config
 from .discovery import discover
-from .engine import FileResult, lint_source, may_hold_findings
+from .engine import lint_source, may_hold_findings
+from .results import FileResult
 from .source import SourceError, read_source
 
 #: below this many files to analyse, a pool costs more than it saves
@@ -146,9 +147,9 @@ def run(
                 continue
             recorded[index] = (abspath, digest, source.info)
         if options.prefilter and not may_hold_findings(data, config):
-            results[index] = FileResult(item.path, stage="prefilter")
+            results[index] = prefiltered = FileResult(item.path, stage="prefilter")
             if cache is not None:
-                cache.put(*recorded.pop(index), now_ns, results[index])
+                cache.put(*recorded.pop(index), now_ns, prefiltered)
             continue
         pending.append((index, (item.path, data, config, options.fix, options.prefilter, options.unsafe_fixes)))
 

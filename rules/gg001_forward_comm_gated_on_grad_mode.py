@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gradgate.rule import Invalid, Rule, Valid
+
+if TYPE_CHECKING:
+    from gradgate.model.interpret import Decision
 
 
 class ForwardCommGatedOnGradMode(Rule):
@@ -201,7 +206,7 @@ class ForwardCommGatedOnGradMode(Rule):
     ]
 
     @classmethod
-    def describe(cls, decision, read: str) -> str:
+    def describe(cls, decision: Decision, read: str) -> str:
         name = decision.name
         if decision.kind == "flag":
             return (f"forward communication flag `{name}` is gated on grad mode (`{read}`): "

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gradgate.rule import Invalid, Rule, Valid
+
+if TYPE_CHECKING:
+    from gradgate.model.interpret import Decision
 
 
 class ForwardNumericsChosenByGradMode(Rule):
@@ -81,7 +86,7 @@ class ForwardNumericsChosenByGradMode(Rule):
     FIXES = False
 
     @classmethod
-    def describe(cls, decision, read: str) -> str:
+    def describe(cls, decision: Decision, read: str) -> str:
         if decision.kind == "mode-switch":
             return (f"module mode switched on grad mode (`{read}`): "
                     "the forward's numerics (dropout, norms) differ under torch.no_grad()")

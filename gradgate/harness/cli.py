@@ -200,7 +200,7 @@ def _settings(te_mode: str, nproc: int, opts: dict, ub_multicast: bool) -> dict[
               help="Seconds allowed per torchrun run; 0 = no limit.")
 @click.option("--dry-run", is_flag=True, help="Print the torchrun command lines and exit.")
 @click.pass_context
-def harness(ctx: click.Context, te_mode, nproc_per_node, output, overlay_dir, ub_multicast, timeout,
+def harness(ctx: click.Context, /, te_mode, nproc_per_node, output, overlay_dir, ub_multicast, timeout,
             dry_run, perf, **opts):
     """Check on GPUs that gradgate's fix makes TE take the UserBuffers overlap under no_grad."""
     nproc = _ranks(nproc_per_node)

@@ -226,7 +226,7 @@ class Interpreter:
                     self._bind(item.optional_vars, self._opaque(("with", id(item))), env, s)
                 del value
             return self._block(s.body, env)
-        elif isinstance(s, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        elif isinstance(s, (ast.Try, ast.TryStar)):
             return self._try(s, env)
         elif isinstance(s, ast.Match):
             return self._match(s, env)
@@ -350,7 +350,7 @@ class Interpreter:
             env.values.update(joined.values)
         return self._block(s.orelse, env)
 
-    def _try(self, s: ast.Try, env: Environment) -> str | None:
+    def _try(self, s: ast.Try | ast.TryStar, env: Environment) -> str | None:
         before = env.copy()
         ended = self._block(s.body, env)
         if ended is None:
@@ -428,9 +428,9 @@ class Interpreter:
                     self._record("flag", target.attr, value, s, key=("flag-store", target.attr, id(s)))
         elif isinstance(target, ast.Subscript):
             self.eval(target.value, env)
-            key = target.slice
-            if isinstance(key, ast.Constant) and isinstance(key.value, str) and self.c.is_flag(key.value):
-                self._record("flag", key.value, value, s, key=("flag-store", key.value, id(s)))
+            index = target.slice
+            if isinstance(index, ast.Constant) and isinstance(index.value, str) and self.c.is_flag(index.value):
+                self._record("flag", index.value, value, s, key=("flag-store", index.value, id(s)))
         elif isinstance(target, ast.Starred):
             self._bind(target.value, self._opaque(("starred", id(target))), env, s)
 
@@ -700,7 +700,7 @@ class Interpreter:
     def _grad_source(self, node: ast.Call, callee: Value, args: list[Value]) -> Value | None:
         ident = callee.ident
         if isinstance(ident, tuple) and ident and ident[0] == "grad-function" and not node.args:
-            polarity = int(ident[1])  # type: ignore[call-overload]
+            polarity = int(ident[1])
             text = dotted(node.func) or "grad mode"
             step = Step(node.lineno, node.col_offset, f"grad mode captured: `{text}()`")
             value = self._read(self._grad(polarity, node, step), node)
@@ -711,7 +711,7 @@ class Interpreter:
         func = node.func
         if (
             isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "getattr"
-            and len(func.args) >= 2 and isinstance(func.args[1], ast.Constant)
+            and len(func.args) >= 2 and isinstance(func.args[1], ast.Constant) and isinstance(func.args[1].value, str)
         ):
             owner = dotted(func.args[0])
             if owner is not None:
