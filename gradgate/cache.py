@@ -142,7 +142,6 @@ class ResultCache:
         self.key = key if key is not None else secret_key()
         self._entries: dict[str, dict] = {}
         self._used: dict[str, dict] = {}
-        self.hits = 0
         self.dirty = False
         if self.key is not None:
             self._entries = self._load()
@@ -192,7 +191,6 @@ class ResultCache:
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
             return None  # an entry of another shape: recompute it
         self._used[abspath] = entry
-        self.hits += 1
         return result
 
     def refresh(self, abspath: str, info: os.stat_result | None, now_ns: int) -> None:

@@ -7,7 +7,7 @@ the path grad mode took to reach the decision (:class:`FlowStep`, capture first)
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 
@@ -120,16 +120,3 @@ class FileResult:
     @property
     def changed(self) -> bool:
         return self.fixed is not None and self.fixed != self.source
-
-
-@dataclass(frozen=True)
-class RunResult:
-    files: tuple[FileResult, ...] = field(default_factory=tuple)
-
-    @property
-    def findings(self) -> list[Finding]:
-        return sorted((f for r in self.files for f in r.findings), key=Finding.sort_key)
-
-    @property
-    def errors(self) -> list[FileResult]:
-        return [r for r in self.files if r.error is not None]

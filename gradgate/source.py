@@ -11,7 +11,6 @@ owner and group, or is not written.
 from __future__ import annotations
 
 import errno
-import io
 import os
 import re
 import stat

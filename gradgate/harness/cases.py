@@ -9,9 +9,6 @@ RECIPES = ("bf16", "fp8_delayed_scaling", "fp8_current_scaling", "mxfp8", "nvfp4
 MODES = ("no_grad", "grad", "checkpoint_reentrant", "checkpoint_non_reentrant")
 TE_VARIANTS = ("stock", "fixed")
 
-# Recipes that need a Blackwell (compute capability >= 10.0) GPU.
-BLACKWELL_RECIPES = ("mxfp8", "nvfp4")
-
 DEFAULT_PERF_SHAPES = "2048x2048,2048x8192,4096x4096,4096x8192,8192x8192,8192x16384"
 DEFAULT_PERF_RECIPES = "bf16,fp8_delayed_scaling"
 

@@ -29,7 +29,6 @@ class Manager:
         self._nodes: list[tuple[int, int, int]] = [(1 << 30, 0, 0), (1 << 30, 1, 1)]
         self._unique: dict[tuple[int, int, int], int] = {}
         self._atoms: dict[Hashable, int] = {"<grad mode>": GRAD}
-        self._names: list[Hashable] = ["<grad mode>"]
         self._and: dict[tuple[int, int], int] = {}
         self._not: dict[int, int] = {}
         self._restrict: dict[tuple[int, int, bool], int] = {}
@@ -41,12 +40,8 @@ class Manager:
         """The diagram of the atom named ``key`` (made on first use)."""
         var = self._atoms.get(key)
         if var is None:
-            var = self._atoms[key] = len(self._names)
-            self._names.append(key)
+            var = self._atoms[key] = len(self._atoms)
         return self._mk(var, FALSE, TRUE)
-
-    def atom_name(self, var: int) -> Hashable:
-        return self._names[var]
 
     @property
     def grad(self) -> int:
@@ -133,10 +128,6 @@ class Manager:
             self._restrict[key] = done
         return done
 
-    def compose(self, a: int, var: int, g: int) -> int:
-        """``a`` with variable ``var`` replaced by the function ``g``."""
-        return self.ite(g, self.restrict(a, var, True), self.restrict(a, var, False))
-
     def support(self, a: int) -> frozenset[int]:
         """The variables ``a`` depends on."""
         if a <= TRUE:
@@ -159,11 +150,6 @@ class Manager:
         the other way round: turning grad mode off can only turn the decision off."""
         on, off = self.grad_on(a), self.grad_off(a)
         return on != off and self.conj(off, self.negate(on)) == FALSE
-
-    def forced_off_by_grad(self, a: int) -> bool:
-        """The opposite polarity: grad mode on can only turn the decision off."""
-        on, off = self.grad_on(a), self.grad_off(a)
-        return on != off and self.conj(on, self.negate(off)) == FALSE
 
     def depends_on_grad(self, a: int) -> bool:
         return self.grad_on(a) != self.grad_off(a)

@@ -129,7 +129,6 @@ class Interpreter:
         self.statement: ast.stmt | None = None
         #: join of the path conditions of each communication callee
         self._comm: dict[str, tuple[int, frozenset[ast.AST], ast.AST]] = {}
-        self._flag_names_assigned: set[str] = set()
 
     # -- entry ----------------------------------------------------------------------------
     def run(self) -> FunctionResult:
@@ -200,7 +199,7 @@ class Interpreter:
             if s.value is not None:
                 self._bind(s.target, self._control(self.eval(s.value, env)), env, s)
         elif isinstance(s, ast.AugAssign):
-            old = self.eval(s.target, env, load_for_store=True)
+            old = self.eval(s.target, env)
             new = self._binop(s.op, old, self.eval(s.value, env), s)
             self._bind(s.target, self._control(new), env, s)
         elif isinstance(s, ast.Expr):
@@ -471,7 +470,7 @@ class Interpreter:
         )
 
     # -- expressions ---------------------------------------------------------------------------
-    def eval(self, node: ast.AST, env: Environment, load_for_store: bool = False) -> Value:
+    def eval(self, node: ast.AST, env: Environment) -> Value:
         if node in self.overrides:
             return Value(self.overrides[node])
         method = getattr(self, "_e_" + type(node).__name__, None)
@@ -522,7 +521,7 @@ class Interpreter:
             and isinstance(s.value.func, ast.Attribute) and s.value.func.attr in ("save_for_backward", "mark_non_differentiable")
         )
 
-    def _e_Attribute(self, node: ast.Attribute, env: Environment, load_for_store: bool = False) -> Value:
+    def _e_Attribute(self, node: ast.Attribute, env: Environment) -> Value:
         known = self._known_path(node, env)
         if known is not None:
             return known

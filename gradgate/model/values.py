@@ -15,7 +15,6 @@ import ast
 from dataclasses import dataclass, field, replace
 from typing import Union
 
-from .bdd import FALSE, TRUE
 
 
 @dataclass(frozen=True)
@@ -64,9 +63,6 @@ class Value:
     def with_step(self, step: Step) -> "Value":
         return replace(self, trail=(*self.trail, step)) if self.trail else self
 
-
-TRUE_VALUE = Value(TRUE)
-FALSE_VALUE = Value(FALSE)
 
 
 @dataclass
