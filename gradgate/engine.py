@@ -23,14 +23,13 @@ are the same (the test-suite checks it on every fixture and the fuzz corpus).
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .config import Config
 from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
-from .model.fixplan import FixPlan, SourceLines, blocks, plan
+from .model.fixplan import FixPlan, SourceLines, blocks, plan, split_lines
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
 from .source import SourceError, decode_check, read_source
 from .suppression import suppressed, suppression_comments
@@ -43,8 +42,6 @@ if TYPE_CHECKING:
 
 #: Upper bound on fix passes; each pass removes at least one finding.
 MAX_FIX_PASSES = 16
-
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 class LintError(Exception):
@@ -59,11 +56,6 @@ def selected_rules(config: Config) -> list[type["Rule"]]:
     from .rule import all_rules
 
     return [r for r in all_rules() if config.selects(r.CODE, r.DEFAULT_ENABLED)]
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their own endings, split where CPython's tokenizer splits them."""
-    return _LINE.findall(text)
 
 
 def _parse_cst(text: str) -> "cst.Module":

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from gradgate.config import Config
-from gradgate.engine import lint_source, split_lines
+from gradgate.engine import lint_source
+from gradgate.model.fixplan import split_lines
 from gradgate.source import SourceError, decode_check
 
 CONFIG = Config()

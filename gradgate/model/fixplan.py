@@ -12,6 +12,7 @@ carries a plan out (:mod:`gradgate.fixes`); it decides nothing.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from .analysis import parents_of
@@ -40,12 +41,18 @@ class FixPlan:
     elif_clause: bool = False
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their own endings, split where CPython's tokenizer splits them."""
+    return _LINE.findall(text)
+
+
 class SourceLines:
     """The file's lines, for positions in characters and for comments."""
 
     def __init__(self, text: str) -> None:
-        from ..engine import split_lines
-
         self.lines = split_lines(text)
         self._encoded: dict[int, bytes] = {}
         self._comments: set[tuple[int, int]] | None = None
