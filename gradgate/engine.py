@@ -14,7 +14,13 @@ Per file, cheapest first:
    out (:mod:`gradgate.fixes`), and the regenerated lines are spliced over the original
    ones; every other byte is untouched. The result is re-parsed (CPython for the file,
    LibCST for the changed statements) and analysed again until no fixable finding is
-   left. The fixed bytes are returned, never written here: see :mod:`gradgate.source`.
+   left (at most :data:`MAX_FIX_PASSES` passes; a pass that does not lower the count of
+   fixable findings leaves the file unchanged). The fixed bytes are returned, never
+   written here: see :mod:`gradgate.source`.
+
+A check with ``edits=True`` (:func:`attach_edits`, for editors and SARIF) also carries
+out each fix in memory to give its finding a text :class:`~gradgate.results.Edit`; that
+imports LibCST for files with a fixable finding.
 
 ``prefilter=False`` skips the pre-filters: every function is analysed. The findings
 are the same (the test-suite checks it on every fixture and the fuzz corpus).
@@ -516,6 +522,8 @@ def _fix(path: str, text: str, analysis: _Analysis, config: Config, rules: Seque
 
 def lint_file(path: str, config: Config, fix: bool = False, prefilter: bool = True,
               unsafe_fixes: bool = False) -> FileResult:
+    """:func:`lint_source` on the file at ``path`` (read, never written): the one-file
+    entry for library users; many files go through :func:`gradgate.runner.run`."""
     try:
         source = read_source(path)
     except SourceError as exc:
