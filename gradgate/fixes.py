@@ -155,7 +155,77 @@ def _branching(statement: cst.CSTNode) -> cst.If | cst.While:
     return statement
 
 
+def _rebuilt_block(statements: Mapping[cst.CSTNode, FixPlan], original: cst.IndentedBlock | cst.Module,
+                   updated: cst.IndentedBlock | cst.Module) -> cst.IndentedBlock | cst.Module:
+    """``updated`` with the statement plans of its statements carried out: a kept body or
+    ``else`` takes the statement's place, a removed statement hands the comment lines
+    above it to the next one, and an emptied block gets a ``pass``."""
+    body: list[cst.CSTNode] = []
+    carried: list[cst.EmptyLine] = []
+    for before, statement in zip(original.body, updated.body):
+        plan = statements.get(before)
+        if plan is None and isinstance(before, cst.SimpleStatementLine) and len(before.body) == 1:
+            plan = statements.get(before.body[0])
+        if plan is None:
+            body.append(_with_leading(statement, carried))
+            carried = []
+            continue
+        if not isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            raise PlanError(f"a statement of an unknown kind ({type(statement).__name__})")
+        leading = [*carried, *statement.leading_lines]
+        carried = []
+        if plan.action == "keep-body":
+            branch = _branching(statement)
+            kept = _body_statements(branch.body)
+            kept[0] = _with_leading(kept[0], [*leading, *_moved_header_comment(branch)])
+            body.extend(kept)
+        elif plan.action == "keep-orelse":
+            orelse = _branching(statement).orelse
+            if isinstance(orelse, cst.If):
+                body.append(orelse.with_changes(leading_lines=[*leading, *orelse.leading_lines]))
+            elif isinstance(orelse, cst.Else):
+                kept = _body_statements(orelse.body)
+                kept[0] = _with_leading(kept[0], leading)
+                body.extend(kept)
+            else:
+                carried = leading
+        elif plan.action == "pass-statement":
+            body.append(cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=leading))
+        else:  # remove-statement
+            carried = leading
+    if carried:
+        raise PlanError("comment lines with no statement to carry them")
+    if not body and isinstance(updated, cst.IndentedBlock):
+        body = [cst.SimpleStatementLine(body=[cst.Pass()])]
+    return updated.with_changes(body=body)
+
+
+def _elif_replaced(updated: cst.If, target: cst.If, plan: FixPlan) -> cst.If:
+    """``updated`` (the ``if`` whose ``orelse`` is the fixed ``elif`` ``target``) with
+    that ``elif`` replaced by its kept body (as an ``else``) or by its own ``orelse``."""
+    orelse: cst.If | cst.Else | None
+    if plan.action == "keep-body":
+        orelse = cst.Else(body=target.body, leading_lines=target.leading_lines)
+    else:
+        orelse = target.orelse
+    return updated.with_changes(orelse=orelse)
+
+
+def _small_statements_removed(statements: Mapping[cst.CSTNode, FixPlan],
+                              original: cst.SimpleStatementLine | cst.SimpleStatementSuite,
+                              updated: cst.SimpleStatementLine | cst.SimpleStatementSuite,
+                              ) -> cst.SimpleStatementLine | cst.SimpleStatementSuite:
+    """``updated`` less the ``;``-separated statements a plan removes (when some stay)."""
+    small = [u for o, u in zip(original.body, updated.body) if o not in statements]
+    if len(small) != len(updated.body) and small:
+        small[-1] = small[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(body=small)
+    return updated
+
+
 def _transformer_type() -> type:
+    """The LibCST transformer that carries out plans, made on first use (its base class
+    is LibCST's, which a check never imports)."""
     global _TYPE
     if _TYPE is not None:
         return _TYPE
@@ -173,62 +243,12 @@ def _transformer_type() -> type:
             if original_node in self.expressions:
                 return self.expressions[original_node]
             if original_node in self.elif_parents:
-                target, plan = self.elif_parents[original_node]
-                orelse: cst.If | cst.Else | None
-                if plan.action == "keep-body":
-                    orelse = cst.Else(body=target.body, leading_lines=target.leading_lines)
-                else:
-                    orelse = target.orelse
-                return updated_node.with_changes(orelse=orelse)
+                return _elif_replaced(updated_node, *self.elif_parents[original_node])
             if isinstance(updated_node, (cst.IndentedBlock, cst.Module)):
-                return self._block(original_node, updated_node)
+                return _rebuilt_block(self.statements, original_node, updated_node)
             if isinstance(updated_node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-                small = [u for o, u in zip(original_node.body, updated_node.body) if o not in self.statements]
-                if len(small) != len(updated_node.body) and small:
-                    small[-1] = small[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
-                    return updated_node.with_changes(body=small)
+                return _small_statements_removed(self.statements, original_node, updated_node)
             return updated_node
-
-        def _block(self, original: cst.IndentedBlock | cst.Module,
-                   updated: cst.IndentedBlock | cst.Module) -> cst.IndentedBlock | cst.Module:
-            body: list[cst.CSTNode] = []
-            carried: list[cst.EmptyLine] = []
-            for before, statement in zip(original.body, updated.body):
-                plan = self.statements.get(before)
-                if plan is None and isinstance(before, cst.SimpleStatementLine) and len(before.body) == 1:
-                    plan = self.statements.get(before.body[0])
-                if plan is None:
-                    body.append(_with_leading(statement, carried))
-                    carried = []
-                    continue
-                if not isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-                    raise PlanError(f"a statement of an unknown kind ({type(statement).__name__})")
-                leading = [*carried, *statement.leading_lines]
-                carried = []
-                if plan.action == "keep-body":
-                    branch = _branching(statement)
-                    kept = _body_statements(branch.body)
-                    kept[0] = _with_leading(kept[0], [*leading, *_moved_header_comment(branch)])
-                    body.extend(kept)
-                elif plan.action == "keep-orelse":
-                    orelse = _branching(statement).orelse
-                    if isinstance(orelse, cst.If):
-                        body.append(orelse.with_changes(leading_lines=[*leading, *orelse.leading_lines]))
-                    elif isinstance(orelse, cst.Else):
-                        kept = _body_statements(orelse.body)
-                        kept[0] = _with_leading(kept[0], leading)
-                        body.extend(kept)
-                    else:
-                        carried = leading
-                elif plan.action == "pass-statement":
-                    body.append(cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=leading))
-                else:  # remove-statement
-                    carried = leading
-            if carried:
-                raise PlanError("comment lines with no statement to carry them")
-            if not body and isinstance(updated, cst.IndentedBlock):
-                body = [cst.SimpleStatementLine(body=[cst.Pass()])]
-            return updated.with_changes(body=body)
 
     _TYPE = Transformer
     return Transformer
