@@ -151,6 +151,11 @@ class Manager:
         on, off = self.grad_on(a), self.grad_off(a)
         return on != off and self.conj(off, self.negate(on)) == FALSE
 
+    def forced_off_by_grad(self, a: int) -> bool:
+        """The opposite polarity: grad mode on can only turn the decision off."""
+        on, off = self.grad_on(a), self.grad_off(a)
+        return on != off and self.conj(on, self.negate(off)) == FALSE
+
     def depends_on_grad(self, a: int) -> bool:
         return self.grad_on(a) != self.grad_off(a)
 
