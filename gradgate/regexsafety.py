@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 
 # private modules (Python 3.11+, as requires-python says), not in typeshed
-from re import _constants as _c, _parser as _p  # type: ignore[attr-defined]
+from re import _constants as _c  # type: ignore[attr-defined]
+from re import _parser as _p  # type: ignore[attr-defined]
 
 _REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT}
 _POSSESSIVE = getattr(_c, "POSSESSIVE_REPEAT", None)
