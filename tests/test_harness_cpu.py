@@ -33,11 +33,15 @@ LNM = "transformer_engine/pytorch/module/layernorm_mlp.py"
 
 
 # -- the lint path never imports torch ---------------------------------------------------
+#: refuses torch and transformer_engine, and remembers each attempt: an import whose
+#: ImportError is caught (``try: import torch``) is still an import the lint path made
 BLOCK_TORCH = """
 import sys
 class _Block:
+    tried = []
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in ("torch", "transformer_engine"):
+            _Block.tried.append(name)
             raise ImportError(f"blocked import of {name}")
         return None
 sys.meta_path.insert(0, _Block())
@@ -64,7 +68,7 @@ def test_launcher_and_lint_path_import_without_torch(tmp_path):
         f"    cli.main(['check', {str(tmp_path / 'm.py')!r}], prog_name='gradgate')\n"
         "except SystemExit as exc:\n"
         "    print('exit', exc.code)\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformer_engine')))\n"
+        "print(sorted({*_Block.tried, *(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformer_engine'))}))\n"
     )
     proc = _python(code, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
