@@ -1,3 +1,6 @@
-from .cli import main
+"""``python -m gradgate``: the command line (importing this module runs nothing)."""
 
-main()
+if __name__ == "__main__":
+    from .cli import main
+
+    main()

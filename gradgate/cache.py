@@ -32,7 +32,7 @@ from . import __version__
 from .config import Config
 from .results import FileResult, Finding
 
-FORMAT = 3
+FORMAT = 4
 #: at most this many entries are kept (the oldest unused ones go first)
 MAX_ENTRIES = 100_000
 #: a file modified this recently (ns) before it was read gets no status entry: a write in
@@ -187,7 +187,8 @@ class ResultCache:
                 return None
             # a file the pre-filter dropped is reported as such; any other came from here
             stage = "prefilter" if entry.get("stage") == "prefilter" else "cache"
-            result = FileResult(path, findings, error=error, stage=stage)
+            silenced = tuple(Finding.from_json({**f, "path": path}) for f in entry.get("suppressed", ()))
+            result = FileResult(path, findings, error=error, stage=stage, suppressed=silenced)
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
             return None  # an entry of another shape: recompute it
         self._used[abspath] = entry
@@ -205,14 +206,17 @@ class ResultCache:
             result: FileResult) -> None:
         if result.fixed is not None:
             return  # only plain check results are cached
-        findings = []
-        for finding in result.findings:
-            data = finding.to_json()
-            del data["path"]
-            findings.append(data)
+        def entries(found: tuple[Finding, ...]) -> list[dict[str, object]]:
+            out = []
+            for finding in found:
+                data = finding.to_json()
+                del data["path"]
+                out.append(data)
+            return out
+
         self._used[abspath] = {
-            "digest": digest, "stat": _trusted_stat(info, now_ns), "findings": findings,
-            "error": result.error, "stage": result.stage,
+            "digest": digest, "stat": _trusted_stat(info, now_ns), "findings": entries(result.findings),
+            "suppressed": entries(result.suppressed), "error": result.error, "stage": result.stage,
         }
         self.dirty = True
 

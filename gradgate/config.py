@@ -38,6 +38,7 @@ DEFAULT_COMM_FLAG_PATTERNS: tuple[str, ...] = (
     r"reduce_?scatter",
     r"(^|_)(ag|rs)(_|$)",
     r"(^|_)comm(_|$)",
+    r"(^|_)async(_|$)",
 )
 #: ... unless it also matches one of these: it then belongs to the backward pass.
 DEFAULT_BACKWARD_FLAG_PATTERNS: tuple[str, ...] = (

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from .config import Config
 from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
-from .model.fixplan import FixPlan, SourceLines, blocks, plan, split_lines
+from .model.fixplan import BlockIndex, FixPlan, SourceLines, parent_map, plan, split_lines
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
 from .source import SourceError, decode_check, read_source
 from .suppression import suppressed, suppression_comments
@@ -45,6 +45,18 @@ if TYPE_CHECKING:
     from libcst.metadata import CodeRange
 
     from .rule import Rule
+
+#: what each kind of fix plan does, as a finding's ``fix_title``
+FIX_TITLES = {
+    "remove-operand": "remove the grad-mode operand",
+    "replace-by-child": "keep the branch taken with grad mode on",
+    "remove-element": "remove the grad-mode element",
+    "remove-argument": "remove the grad-mode argument",
+    "keep-body": "keep the body of the `if`, taken with grad mode on",
+    "keep-orelse": "keep what runs with grad mode on, drop the no-grad branch",
+    "remove-statement": "delete the statement (it only disables, or would read `x = x`)",
+    "pass-statement": "replace the statement by `pass` (it only disables)",
+}
 
 #: Upper bound on fix passes; each pass removes at least one finding.
 MAX_FIX_PASSES = 16
@@ -135,7 +147,10 @@ def _frame(lines: list[str], first: int, last: int, top_level: bool = False) -> 
     if not body.endswith(("\n", "\r")):
         body += "\n"  # last line of a file without a final newline
     indent = "" if top_level else body[: len(body) - len(body.lstrip(" \t"))]
-    return ("if 1:\n" if indent else ""), body, f"{indent}pass\n"
+    # CRLF frames end their lines in CRLF: LibCST writes new lines (a `pass`) that way
+    # (LibCST does not reproduce a frame whose header ends in a lone CR: LF there)
+    newline = "\r\n" if lines[first - 1].endswith("\r\n") else "\n"
+    return (f"if 1:{newline}" if indent else ""), body, f"{indent}pass{newline}"
 
 
 def _parse_frame(lines: list[str], first: int, last: int, top_level: bool = False) -> Snippet | None:
@@ -207,31 +222,27 @@ class _Analysis:
     def __init__(self, path: str, text: str, config: Config, rules: Sequence[type["Rule"]], whole: bool = False):
         self.path = path
         self.text = text
-        self.source = SourceLines(text)
-        self.lines = self.source.lines
+        self.lines = split_lines(text)
         try:
             self.tree = ast.parse(text)
         except SyntaxError as exc:
             raise LintError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
         except (RecursionError, MemoryError, ValueError) as exc:
             raise LintError(f"cannot parse: {type(exc).__name__}") from None
+        self.source = SourceLines(text, self.tree)
         try:
             self.model = ModuleAnalysis(self.tree, config, None if whole else text)
         except RecursionError:
             raise LintError("too deeply nested to analyse") from None
         self.used_suppressions: set[int] = set()
         self.found: list[_Found] = []
-        self._blocks: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]] | None = None
+        #: findings a suppression comment silenced
+        self.suppressed: list[Finding] = []
+        self.blocks = BlockIndex(self.tree)
         self._judge(rules)
         if config.reports_unused_suppressions and "gradgate:" in text:
             self.found.extend(self._unused_suppressions(text, rules))
         self.found.sort(key=lambda f: f.finding.sort_key())
-
-    @property
-    def blocks(self) -> dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]]:
-        if self._blocks is None:
-            self._blocks = blocks(self.tree)
-        return self._blocks
 
     def _judge(self, rules: Sequence[type["Rule"]]) -> None:
         bdd = self.model.bdd
@@ -245,33 +256,34 @@ class _Analysis:
                 if decision.kind in rule.DECISIONS and rule.judge(decision, bdd):
                     for entry in rule.entries(self.model, decision):
                         by_origin.setdefault((rule.CODE, entry.origin), []).append(entry)
+        targets = {origin: self._target(origin, entries[0]) for (_, origin), entries in by_origin.items()}
+        fixed_too = frozenset(t for t, _ in targets.values())
         for (code, origin), entries in by_origin.items():
-            found = self._finding(rule_of[code], origin, entries)
+            found = self._finding(rule_of[code], origin, entries, targets[origin], fixed_too)
             if found is not None:
                 self.found.append(found)
 
-    def _finding(self, rule: type["Rule"], origin: ast.AST, entries: list[Entry]) -> _Found | None:
+    def _target(self, origin: ast.AST, entry: Entry) -> tuple[ast.AST, int]:
+        """The grad-mode expression a fix sets at ``origin``, and its grad-on value."""
+        function = None if entry.decision.function == "<module>" else entry.decision.function
+        _statement, sign, _trail = self.model.results[function].origins[origin]
+        return widen_to_pure_grad(origin, entry.statement, sign)
+
+    def _finding(self, rule: type["Rule"], origin: ast.AST, entries: list[Entry],
+                 target: tuple[ast.AST, int], fixed_too: frozenset[ast.AST]) -> _Found | None:
         first = entries[0]
         statement = first.statement
         span = self.source.span(origin)
         line = span[0]
         text = self.lines[line - 1].rstrip("\r\n") if line <= len(self.lines) else ""
-        if suppressed(text, rule.CODE):
-            self.used_suppressions.add(line)
-            return None
         statement_text = self.lines[statement.lineno - 1] if statement.lineno <= len(self.lines) else ""
-        if suppressed(statement_text, rule.CODE):
-            self.used_suppressions.add(statement.lineno)
-            return None
+        silenced = next((n for n, t in ((line, text), (statement.lineno, statement_text)) if suppressed(t, rule.CODE)), None)
         read = " ".join(self.source.text(span).split())
         message = rule.describe(first.decision, read)
         fix_plan: FixPlan | None = None
         applicability: Applicability | None = None
         if rule.FIXES and all(e.proven for e in entries):
-            polarity = self.model.results[None if first.decision.function == "<module>" else first.decision.function]
-            _stmt, sign, _trail = polarity.origins[origin]
-            target, value = widen_to_pure_grad(origin, statement, sign)
-            fix_plan = plan(target, value, statement, self.blocks, self.source)
+            fix_plan = plan(target[0], target[1], statement, self.blocks, self.source, fixed_too - {target[0]})
         coupled = sorted({c.lineno for e in entries for c in e.coupled})
         if fix_plan is not None:
             applicability = Applicability.UNSAFE if coupled else Applicability.SAFE
@@ -288,7 +300,12 @@ class _Analysis:
             path=self.path, rule=rule.CODE, message=message,
             line=line, column=span[1] + 1, end_line=span[2], end_column=span[3] + 1,
             applicability=applicability, source_line=text, flow=flow,
+            fix_title=FIX_TITLES.get(fix_plan.action, "") if fix_plan is not None else "",
         )
+        if silenced is not None:
+            self.used_suppressions.add(silenced)
+            self.suppressed.append(replace(finding, applicability=None))
+            return None
         return _Found(finding, fix_plan)
 
     def _unused_suppressions(self, text: str, rules: Sequence[type["Rule"]]) -> list[_Found]:
@@ -356,7 +373,7 @@ class _Analysis:
             plans.append((found.plan, found.finding))
         if not plans:
             return None
-        parents = {s: h for s, (h, _) in self.blocks.items() if isinstance(h, ast.stmt)}
+        parents = parent_map(self.blocks)
         statements = list(dict.fromkeys(p.statement for p, _ in plans))
         lines = list(self.lines)
         cst_lines = 0
@@ -383,6 +400,8 @@ class _Analysis:
                 raise _FixInvalid(f"a fix produced invalid code ({exc}); file left unchanged") from None
             if new_body and not original_body.endswith(("\n", "\r")) and new_body.endswith("\n"):
                 new_body = new_body[:-1]  # we added that newline in _frame
+            if "\n" not in original_body and "\r" in original_body:
+                new_body = new_body.replace("\n", "\r")  # lone-CR lines: LibCST's new ones too
             lines[snippet.first - 1:snippet.last] = [new_body]
         return "".join(lines), [f for _, f in plans], cst_lines
 
@@ -421,7 +440,8 @@ def _comments(text: str) -> int:
     import tokenize
 
     try:
-        return sum(t.type == tokenize.COMMENT for t in tokenize.generate_tokens(io.StringIO(text).readline))
+        lines = io.StringIO(text, newline=None).readline  # a lone CR ends a line too
+        return sum(t.type == tokenize.COMMENT for t in tokenize.generate_tokens(lines))
     except (tokenize.TokenError, SyntaxError):
         return text.count("#")
 
@@ -458,7 +478,7 @@ def lint_source(
         analysis.with_edits()
     remaining = tuple(f.finding for f in analysis.found)
     if not fix or not analysis.fixable(unsafe_fixes):
-        return FileResult(path, remaining, source=data, stage="ast")
+        return FileResult(path, remaining, source=data, stage="ast", suppressed=tuple(analysis.suppressed))
     try:
         final, current, fixed_findings, cst_lines = _fix(path, text, analysis, config, rules, prefilter, unsafe_fixes)
     except LintError as exc:
@@ -486,7 +506,7 @@ def attach_edits(result: FileResult, config: Config) -> FileResult:
         except SourceError:
             return result
     edited = lint_source(result.path, data, config, edits=True)
-    if edited.error is not None or len(edited.findings) != len(result.findings):
+    if edited.error is not None:  # (per-file-ignores may have dropped some of edited's findings)
         return result
     from dataclasses import replace
 

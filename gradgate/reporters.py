@@ -9,34 +9,114 @@ from .escape import display, encodable, github_data, github_property, uri_path
 from .results import FileResult, Finding
 
 
-def text_line(finding: Finding) -> str:
-    return f"{display(finding.path)}:{finding.line}:{finding.column}: {finding.rule} {display(finding.message)}"
+#: ANSI styles of the text format (used only when colour is on)
+_BOLD, _RED, _CYAN, _YELLOW, _DIM, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[36m", "\x1b[33m", "\x1b[2m", "\x1b[0m"
 
 
-def render_text(findings: Sequence[Finding], show_source: bool = False) -> str:
+def one_line(text: str) -> str:
+    """``text`` on one line (line breaks in quoted code escaped as ``\\n``; see
+    :func:`gradgate.escape.display`)."""
+    return display(text)
+
+
+def _style(text: str, style: str, color: bool) -> str:
+    return f"{style}{text}{_RESET}" if color else text
+
+
+def text_line(finding: Finding, color: bool = False) -> str:
+    where = f"{display(finding.path)}:{finding.line}:{finding.column}:"
+    if not color:
+        return f"{where} {finding.rule} {one_line(finding.message)}"
+    return f"{_style(where, _BOLD, True)} {_style(finding.rule, _BOLD + _RED, True)} {one_line(finding.message)}"
+
+
+def _fix_note(finding: Finding, unsafe_fixes: bool) -> str | None:
+    from .results import Applicability
+
+    if finding.applicability is None:
+        return None
+    if finding.applicability is Applicability.DISPLAY:
+        return "help: a fix is suggested (display only; never applied)"
+    title = finding.fix_title or "remove the grad-mode operand"
+    if finding.fixable:
+        return f"help: {title} (`gradgate fix`)"
+    if unsafe_fixes:
+        return f"help: {title} (`gradgate fix --unsafe-fixes`; unsafe fix)"
+    return "help: an unsafe fix is available (`gradgate fix --unsafe-fixes`)"
+
+
+def render_text(findings: Sequence[Finding], show_source: bool = False, color: bool = False,
+                show_fixes: bool = False, unsafe_fixes: bool = False) -> str:
     out: list[str] = []
     for finding in findings:
-        out.append(text_line(finding))
+        out.append(text_line(finding, color))
         if show_source and finding.source_line:
             out.append(f"    {display(finding.source_line.rstrip(), keep_tabs=True)}")
             width = max(1, (finding.end_column - finding.column) if finding.end_line == finding.line else 1)
-            out.append("    " + " " * (finding.column - 1) + "^" * width)
-            if finding.fixable:
-                out.append("    help: remove the grad-mode operand (`gradgate fix`)")
+            out.append("    " + " " * (finding.column - 1) + _style("^" * width, _RED, color))
+        for step in finding.flow if show_source else ():  # the concise form stays one line
+            out.append(f"    {_style('note:', _CYAN, color)} {display(step.path)}:{step.line}:{step.column}: {one_line(step.message)}")
+        if show_source or show_fixes:
+            note = _fix_note(finding, unsafe_fixes)
+            if note is not None:
+                out.append("    " + _style(note, _YELLOW, color))
+        if show_fixes and finding.edit is not None:
+            e = finding.edit
+            out.append(f"    {_style('fix:', _DIM, color)} replace {e.line}:{e.column}-{e.end_line}:{e.end_column} "
+                       f"with `{one_line(e.content)}`")
     return "\n".join(out) + ("\n" if out else "")
 
 
-def summary(findings: Sequence[Finding], errors: int) -> str:
+def summary(findings: Sequence[Finding], errors: int, unsafe_fixes: bool = False) -> str:
     if not findings and not errors:
         return "All checks passed."
-    fixable = sum(f.fixable for f in findings)
+    fixable = sum(f.fixable_with(unsafe_fixes) for f in findings)
+    hidden = 0 if unsafe_fixes else sum(f.fixable_with(True) and not f.fixable for f in findings)
     parts = [f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}"]
     if fixable:
-        parts.append(f" ({fixable} fixable with `gradgate fix`)")
+        parts.append(f" ({fixable} fixable with `gradgate fix{' --unsafe-fixes' if unsafe_fixes else ''}`)")
     parts.append(".")
+    if hidden:
+        parts.append(f" ({hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with `--unsafe-fixes`.)")
     if errors:
         parts.append(f" {errors} file{'s' if errors != 1 else ''} could not be checked.")
     return "".join(parts)
+
+
+def render_statistics(findings: Sequence[Finding], unsafe_fixes: bool = False) -> str:
+    """One line per rule, most frequent first: count, code, ``[*]`` when every finding
+    of it is fixable, and the rule's name (ruff's ``--statistics``)."""
+    from collections import Counter
+
+    from .rule import rule_by_code
+
+    counts = Counter(f.rule for f in findings)
+    rules = rule_by_code()
+    width = max((len(str(n)) for n in counts.values()), default=1)
+    out = []
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        fixable = all(f.fixable_with(unsafe_fixes) for f in findings if f.rule == code)
+        name = rules[code].NAME if code in rules else ""
+        out.append(f"{count:>{width}}\t{code}\t{'[*] ' if fixable else '    '}{name}")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def render_fixed(results: Sequence[FileResult]) -> str:
+    """What ``gradgate fix --show-fixes`` applied, by file and rule."""
+    from collections import Counter
+
+    from .rule import rule_by_code
+
+    rules = rule_by_code()
+    out = []
+    for result in results:
+        if not result.fixed_findings:
+            continue
+        out.append(f"{display(result.path)}:")
+        for code, count in sorted(Counter(f.rule for f in result.fixed_findings).items()):
+            name = rules[code].NAME if code in rules else ""
+            out.append(f"    {count} \u00d7 {code} ({name})")
+    return "\n".join(out) + ("\n" if out else "")
 
 
 def finding_dict(finding: Finding) -> dict[str, object]:
@@ -50,10 +130,15 @@ def finding_dict(finding: Finding) -> dict[str, object]:
         "rule": finding.rule,
         "message": finding.message,
         "fixable": finding.fixable,
+        "applicability": None if finding.applicability is None else finding.applicability.value,
         "fix": None if edit is None else {
             "line": edit.line, "column": edit.column, "end_line": edit.end_line,
             "end_column": edit.end_column, "content": edit.content,
         },
+        "flow": [
+            {"path": step.path, "line": step.line, "column": step.column, "message": step.message}
+            for step in finding.flow
+        ],
     }
 
 
@@ -93,8 +178,17 @@ def _lf_lines(data: bytes) -> list[bytes]:
 
 
 # -- GitHub Actions workflow commands ---------------------------------------------------
-def render_github(findings: Sequence[Finding]) -> str:
+def render_github(findings: Sequence[Finding], errors: Sequence[FileResult] = ()) -> str:
+    """Workflow-command annotations: one ``::error`` per finding, and one per file that
+    could not be read or parsed (at its line when the reason names one)."""
     out = []
+    for r in errors:
+        props = [f"file={github_property(r.path)}"]
+        line = _error_line(r.error or "")
+        if line is not None:
+            props += [f"line={line[0]}", f"col={line[1]}"]
+        props.append(f"title={github_property('gradgate error')}")
+        out.append(f"::error {','.join(props)}::{github_data(f'{display(r.path)}: {r.error}')}\n")
     for f in findings:
         props = ",".join(
             [
@@ -108,6 +202,14 @@ def render_github(findings: Sequence[Finding]) -> str:
         )
         out.append(f"::error {props}::{github_data(f'{f.rule} {f.message}')}\n")
     return "".join(out)
+
+
+def _error_line(reason: str) -> tuple[int, int] | None:
+    """(line, column) of a syntax error's reason (``syntax error at 3:7: ...``)."""
+    import re
+
+    match = re.match(r"syntax error at (\d+):(\d+)", reason)
+    return (int(match.group(1)), max(1, int(match.group(2)))) if match else None
 
 
 # -- SARIF 2.1.0 ----------------------------------------------------------------------
@@ -125,7 +227,14 @@ def _uri(path: str) -> str:
     return uri_path(normal)
 
 
-def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (), root: str | None = None) -> str:
+def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (), root: str | None = None,
+                 baselined: Sequence[Finding] = (), baseline_file: str | None = None,
+                 suppressed: Sequence[Finding] = ()) -> str:
+    """SARIF 2.1.0. With a baseline, ``findings`` are the new results
+    (``baselineState: new``) and ``baselined`` the known ones, reported as ``unchanged``
+    with an external, accepted suppression (code scanning shows them as dismissed);
+    ``suppressed`` are the findings a suppression comment silenced (an ``inSource``
+    suppression)."""
     import os
 
     from . import __version__
@@ -150,7 +259,11 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
             }
         )
     results = []
-    for f in findings:
+    with_baseline = baseline_file is not None
+    tagged = [(f, "") for f in findings] + [(f, "baseline") for f in baselined] + [(f, "comment") for f in suppressed]
+    tagged.sort(key=lambda item: item[0].sort_key())
+    for f, why in tagged:
+        known = why == "baseline"
         location = {
             "physicalLocation": {
                 "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
@@ -165,6 +278,36 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
             "locations": [location],
             "partialFingerprints": {"gradgate/v1": fingerprint(f)},
         }
+        if with_baseline:
+            result["baselineState"] = "unchanged" if known else "new"
+        if known:
+            result["suppressions"] = [
+                {"kind": "external", "status": "accepted",
+                 "justification": f"recorded in the baseline {baseline_file}"}
+            ]
+        elif why == "comment":
+            result["suppressions"] = [{"kind": "inSource", "status": "accepted"}]
+        if f.flow:
+            result["codeFlows"] = [
+                {
+                    "threadFlows": [
+                        {
+                            "locations": [
+                                {
+                                    "location": {
+                                        "physicalLocation": {
+                                            "artifactLocation": {"uri": _uri(step.path), "uriBaseId": "%SRCROOT%"},
+                                            "region": {"startLine": step.line, "startColumn": step.column},
+                                        },
+                                        "message": {"text": step.message},
+                                    }
+                                }
+                                for step in f.flow
+                            ]
+                        }
+                    ]
+                }
+            ]
         if f.edit is not None:
             e = f.edit
             result["fixes"] = [
@@ -184,14 +327,20 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
                 }
             ]
         results.append(result)
-    notifications = [
-        {
-            "level": "error",
-            "message": {"text": f"{display(r.path)}: {display(r.error or '')}"},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(r.path), "uriBaseId": "%SRCROOT%"}}}],
-        }
-        for r in errors
-    ]
+    notifications = []
+    for r in errors:
+        physical: dict[str, object] = {"artifactLocation": {"uri": _uri(r.path), "uriBaseId": "%SRCROOT%"}}
+        line = _error_line(r.error or "")
+        if line is not None:
+            physical["region"] = {"startLine": line[0], "startColumn": line[1]}
+        notifications.append(
+            {
+                "level": "error",
+                "descriptor": {"id": "syntax-error" if line is not None else "unreadable-file"},
+                "message": {"text": f"{display(r.path)}: {display(r.error or '')}"},
+                "locations": [{"physicalLocation": physical}],
+            }
+        )
     base = (root or os.getcwd()).replace("\\", "/").rstrip("/") + "/"
     sarif = {
         "$schema": SARIF_SCHEMA,
@@ -207,6 +356,7 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
                         "rules": driver_rules,
                     }
                 },
+                "columnKind": "unicodeCodePoints",
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + _uri_abs(base)}},
                 "invocations": [
                     {"executionSuccessful": not errors, "toolExecutionNotifications": notifications}
@@ -234,3 +384,95 @@ def fingerprint(finding: Finding, root: str | None = None) -> str:
         normal = normal[2:]
     key = "\0".join([finding.rule, normal, " ".join(finding.source_line.split())])
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+# -- JUnit XML --------------------------------------------------------------------------
+def render_junit(findings: Sequence[Finding], errors: Sequence[FileResult] = ()) -> str:
+    """JUnit XML as ruff writes it: a test suite per file, a failing test case per
+    finding (and per file that could not be checked); one passing case when all is clean."""
+    from xml.sax.saxutils import quoteattr
+
+    def attr(value: object) -> str:
+        return quoteattr(_xml_text(str(value)))
+
+    by_file: dict[str, list[tuple[str, str, str]]] = {}
+    for f in findings:
+        by_file.setdefault(display(f.path), []).append(
+            (f"org.gradgate.{f.rule}", f"{display(f.path)}:{f.line}:{f.column}: {f.rule} {f.message}",
+             f"line {f.line}, col {f.column}, {f.message}")
+        )
+    for r in errors:
+        by_file.setdefault(display(r.path), []).append(("org.gradgate.error", f"{display(r.path)}: {r.error}", str(r.error)))
+    failures = sum(len(cases) for cases in by_file.values())
+    out = ['<?xml version="1.0" encoding="UTF-8"?>']
+    out.append(f'<testsuites name="gradgate" tests={attr(max(failures, 1))} failures={attr(failures)} errors="0">')
+    if not by_file:
+        out.append('  <testsuite name="gradgate" tests="1" failures="0" errors="0">')
+        out.append('    <testcase name="No findings" classname="gradgate"/>')
+        out.append("  </testsuite>")
+    for path, cases in by_file.items():
+        out.append(f"  <testsuite name={attr(path)} tests={attr(len(cases))} failures={attr(len(cases))} errors=\"0\">")
+        for name, message, body in cases:
+            out.append(f"    <testcase name={attr(name)} classname={attr(path)}>")
+            out.append(f"      <failure message={attr(message)}>{_xml_escape(body)}</failure>")
+            out.append("    </testcase>")
+        out.append("  </testsuite>")
+    out.append("</testsuites>")
+    return "\n".join(out) + "\n"
+
+
+def _xml_text(text: str) -> str:
+    """``text`` without the characters XML 1.0 cannot carry."""
+    return "".join(c if c in "\t\n\r" or (" " <= c and c not in "\ufffe\uffff") else "\ufffd" for c in text)
+
+
+def _xml_escape(text: str) -> str:
+    from xml.sax.saxutils import escape
+
+    return escape(_xml_text(text))
+
+
+# -- GitLab Code Quality -----------------------------------------------------------------
+def render_gitlab(findings: Sequence[Finding], errors: Sequence[FileResult] = ()) -> str:
+    """GitLab Code Quality report (a JSON array of issues; ``artifacts: reports:
+    codequality``). Fingerprints are unique per issue: an identical line's second
+    finding gets its own."""
+    import hashlib
+
+    out = []
+    seen: dict[str, int] = {}
+
+    def unique(key: str) -> str:
+        digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+        n = seen.get(digest, 0)
+        seen[digest] = n + 1
+        return digest if n == 0 else hashlib.sha256(f"{key}\0{n}".encode()).hexdigest()[:32]
+
+    for f in findings:
+        out.append(
+            {
+                "description": f"{f.rule} {f.message}",
+                "check_name": f.rule,
+                "fingerprint": unique(fingerprint(f)),
+                "severity": "major",
+                "location": {
+                    "path": encodable(f.path).replace("\\", "/"),
+                    "positions": {
+                        "begin": {"line": f.line, "column": f.column},
+                        "end": {"line": f.end_line, "column": f.end_column},
+                    },
+                },
+            }
+        )
+    for r in errors:
+        line = _error_line(r.error or "") or (1, 1)
+        out.append(
+            {
+                "description": f"{encodable(r.path)}: {r.error}",
+                "check_name": "gradgate-error",
+                "fingerprint": unique(f"error\0{r.path}\0{r.error}"),
+                "severity": "blocker",
+                "location": {"path": encodable(r.path).replace("\\", "/"), "lines": {"begin": line[0]}},
+            }
+        )
+    return json.dumps(out, indent=2) + "\n"

@@ -65,6 +65,8 @@ class Finding:
     edit: Edit | None = None
     #: capture first, the decision last; empty when grad mode was read where it decides
     flow: tuple[FlowStep, ...] = ()
+    #: what the fix does, in a few words ("remove the grad-mode operand"); "" without one
+    fix_title: str = ""
 
     @property
     def fixable(self) -> bool:
@@ -116,6 +118,8 @@ class FileResult:
     stage: str = ""
     #: how many of the file's lines LibCST parsed
     cst_lines: int = 0
+    #: findings a suppression comment silenced (SARIF reports them as suppressed)
+    suppressed: tuple[Finding, ...] = ()
 
     @property
     def changed(self) -> bool:

@@ -18,6 +18,7 @@ from .config import Config
 from .discovery import discover
 from .engine import lint_source, may_hold_findings
 from .results import FileResult
+from .suppression import file_ignored_bytes
 from .source import SourceError, read_source
 
 #: below this many files to analyse, a pool costs more than it saves
@@ -146,6 +147,11 @@ def run(
                 results[index] = hit
                 continue
             recorded[index] = (abspath, digest, source.info)
+        if file_ignored_bytes(data):  # `# gradgate: ignore-file`
+            results[index] = FileResult(item.path, stage="ignored")
+            if cache is not None:
+                cache.put(*recorded.pop(index), now_ns, results[index])
+            continue
         if options.prefilter and not may_hold_findings(data, config):
             results[index] = prefiltered = FileResult(item.path, stage="prefilter")
             if cache is not None:

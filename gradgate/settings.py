@@ -1,9 +1,12 @@
-"""``[tool.gradgate]`` in ``pyproject.toml``: finding it, reading it, validating it.
+"""gradgate's configuration files: finding them, reading them, validating them.
 
-The table is looked up from the first checked path upward (the first
-``pyproject.toml`` that has a ``[tool.gradgate]`` table wins). Keys use ruff's
-kebab-case spelling; unknown keys and wrongly typed values are errors that name the
-file and the key. Patterns and sources *extend* gradgate's defaults.
+Each file is checked with the configuration nearest to it, as ruff does: from the file's
+folder upward, the first ``gradgate.toml`` (keys at its top level) or ``pyproject.toml``
+with a ``[tool.gradgate]`` table wins (``gradgate.toml`` first in one folder). Keys use
+ruff's kebab-case spelling; unknown keys, wrongly typed values and unknown rule codes are
+errors that name the file and the key. Rule codes are case-insensitive. Patterns and
+sources *extend* gradgate's defaults. :class:`Resolver` finds and caches the settings of
+each file of a run, with the command line's overrides applied on top.
 
     [tool.gradgate]
     select = ["GG001"]
@@ -22,7 +25,8 @@ file and the key. Patterns and sources *extend* gradgate's defaults.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from .config import Config, ConfigError
 
@@ -43,6 +47,10 @@ _EXTENDING = {
     "inference_functions", "grad_names",
 }
 KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores"})
+#: keys holding rule codes (matched case-insensitively: stored upper-case)
+_CODE_KEYS = {"select", "extend_select", "ignore"}
+#: the configuration files, in the order they are preferred within one folder
+CONFIG_FILES = ("gradgate.toml", "pyproject.toml")
 
 
 @dataclass(frozen=True)
@@ -54,31 +62,48 @@ class Settings:
     root: str
 
 
-def find_pyproject(start: str) -> str | None:
-    """The nearest ``pyproject.toml`` with a ``[tool.gradgate]`` table, from ``start`` up."""
+def _holds_gradgate_table(candidate: str) -> bool:
+    import tomllib  # only once a pyproject.toml is found
+
+    try:
+        with open(candidate, "rb") as handle:
+            raw = handle.read()
+        return "gradgate" in tomllib.loads(raw.decode("utf-8")).get("tool", {})
+    except (OSError, UnicodeDecodeError):
+        return False
+    except tomllib.TOMLDecodeError:
+        # ours and broken: load() says why; someone else's broken file is not ours to judge
+        return b"tool.gradgate" in raw
+
+
+def find_config(start: str) -> str | None:
+    """The nearest ``gradgate.toml``, or ``pyproject.toml`` with a ``[tool.gradgate]``
+    table, from ``start`` (a file or a folder) upward."""
     directory = os.path.abspath(start)
     if not os.path.isdir(directory):
         directory = os.path.dirname(directory)
     while True:
-        candidate = os.path.join(directory, "pyproject.toml")
-        if os.path.isfile(candidate):
-            import tomllib  # only once a pyproject.toml is found
-
-            try:
-                with open(candidate, "rb") as handle:
-                    raw = handle.read()
-                if "gradgate" in tomllib.loads(raw.decode("utf-8")).get("tool", {}):
-                    return candidate
-            except (OSError, UnicodeDecodeError):
-                pass
-            except tomllib.TOMLDecodeError:
-                if b"tool.gradgate" in raw:
-                    return candidate  # ours and broken: load() says why
-                # someone else's broken file is not ours to judge: keep looking
+        found = _config_in(directory)
+        if found is not None:
+            return found
         parent = os.path.dirname(directory)
         if parent == directory:
             return None
         directory = parent
+
+
+def _config_in(directory: str) -> str | None:
+    own = os.path.join(directory, "gradgate.toml")
+    if os.path.isfile(own):
+        return own
+    candidate = os.path.join(directory, "pyproject.toml")
+    if os.path.isfile(candidate) and _holds_gradgate_table(candidate):
+        return candidate
+    return None
+
+
+#: the name earlier versions used
+find_pyproject = find_config
 
 
 def _strings(path: str, key: str, value: object) -> tuple[str, ...]:
@@ -92,7 +117,9 @@ def load(path: str) -> Settings:
 
     try:
         with open(path, "rb") as handle:
-            table = tomllib.load(handle).get("tool", {}).get("gradgate", {})
+            document = tomllib.load(handle)
+        own = os.path.basename(path) == "gradgate.toml"
+        table = document if own else document.get("tool", {}).get("gradgate", {})
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
@@ -112,24 +139,80 @@ def load(path: str) -> Settings:
             values = _strings(path, key, table[key])
             if field_name in _EXTENDING:
                 values = (*getattr(defaults, field_name), *values)
+            elif field_name in _CODE_KEYS:
+                values = tuple(v.strip().upper() for v in values)
             changes[field_name] = values
     if "per-file-ignores" in table:
         value = table["per-file-ignores"]
         if not isinstance(value, dict):
             raise ConfigError(f"{path}: [tool.gradgate] per-file-ignores must be a table")
         changes["per_file_ignores"] = tuple(
-            (glob, _strings(path, f"per-file-ignores.{glob}", codes)) for glob, codes in value.items()
+            (glob, tuple(c.strip().upper() for c in _strings(path, f"per-file-ignores.{glob}", codes)))
+            for glob, codes in value.items()
         )
     if changes.get("select") == ():
         changes["select"] = None
-    return Settings(Config(**changes), path, os.path.dirname(os.path.abspath(path)))
+    try:
+        config = Config(**changes)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return Settings(config, path, os.path.dirname(os.path.abspath(path)))
 
 
 def resolve(paths: tuple[str, ...], explicit: str | None = None) -> Settings:
-    """Settings for a run over ``paths``: from ``explicit`` if given, else found upward."""
+    """Settings from ``explicit`` if given, else those of the first of ``paths``."""
     if explicit is not None:
         return load(explicit)
-    found = find_pyproject(paths[0] if paths else ".")
+    found = find_config(paths[0] if paths else ".")
     if found is None:
         return Settings(Config(), None, os.getcwd())
     return load(found)
+
+
+@dataclass
+class Resolver:
+    """The settings of each file of a run: from ``explicit`` for every file when given,
+    else from the configuration file nearest to it; ``override`` (the command line's
+    options) applied to each. Folders and files are looked up once.
+
+    Raises :class:`ConfigError` for a configuration file that is invalid, or that the
+    overrides make invalid.
+    """
+
+    explicit: str | None = None
+    override: Callable[[Config], Config] | None = None
+    _by_dir: dict[str, str | None] = field(default_factory=dict, repr=False)
+    _by_file: dict[str | None, Settings] = field(default_factory=dict, repr=False)
+
+    def for_path(self, path: str) -> Settings:
+        """The settings of the file (or folder) ``path``."""
+        source = self.explicit if self.explicit is not None else self._nearest(path)
+        settings = self._by_file.get(source)
+        if settings is None:
+            settings = load(source) if source is not None else Settings(Config(), None, os.getcwd())
+            if self.override is not None:
+                settings = Settings(self.override(settings.config), settings.source, settings.root)
+            self._by_file[source] = settings
+        return settings
+
+    def _nearest(self, path: str) -> str | None:
+        directory = os.path.abspath(path)
+        if not os.path.isdir(directory):
+            directory = os.path.dirname(directory)
+        walked = []
+        found: str | None = None
+        while True:
+            if directory in self._by_dir:
+                found = self._by_dir[directory]
+                break
+            walked.append(directory)
+            found = _config_in(directory)
+            if found is not None:
+                break
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+        for folder in walked:
+            self._by_dir[folder] = found
+        return found

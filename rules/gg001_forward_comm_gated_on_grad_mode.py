@@ -156,7 +156,7 @@ class ForwardCommGatedOnGradMode(Rule):
         Invalid(
             "ub_overlap_ag = (\n"
             "    ub_overlap_ag  # requested by the user\n"
-            "    and args.is_grad_enabled  # why?\n"
+            "    and is_grad_enabled  # why?\n"
             "    and not return_layernorm_output_gathered\n"
             ")\n",
             line=3,

@@ -63,8 +63,11 @@ class ForwardNumericsChosenByGradMode(Rule):
     ]
     INVALID = [
         Invalid(
+            # DeepSpeed's fused transformer: grad mode stored on the config, then conjoined
+            "import torch\n"
+            "config.is_grad_enabled = torch.is_grad_enabled()\n"
             "out = forward_func(layer_id, x, config.training and config.is_grad_enabled, pre_ln)\n",
-            line=1,
+            line=3,
             column=53,
         ),
         Invalid(

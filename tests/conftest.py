@@ -1,4 +1,10 @@
-"""Shared fixtures: a runner for the CLI, and TransformerEngine 2.20.2 from PyPI."""
+"""Shared fixtures: a runner for the CLI, and TransformerEngine 2.20.2 from PyPI.
+
+Every test that needs the network carries the ``network`` marker, so that
+``pytest -m "not network"`` runs offline: those using the TE download (``te_sources``,
+``te_copy``) are marked here by their fixtures; the others (pip, pre-commit) mark
+themselves.
+"""
 
 from __future__ import annotations
 
@@ -13,33 +19,46 @@ import pytest
 
 TE_VERSION = "2.20.2"
 ROOT = Path(__file__).resolve().parent.parent
+#: fixtures that download from PyPI: a test using one (directly or not) needs the network
+NETWORK_FIXTURES = frozenset({"te_sources", "te_copy"})
 
 
-def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: bytes | None = None):
-    """Run ``python -m gradgate ARGS`` as a user would; returns the CompletedProcess."""
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if NETWORK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.network)
+
+
+def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: bytes | None = None,
+            env: dict[str, str] | None = None):
+    """Run ``python -m gradgate ARGS`` as a user would (``env`` added to the
+    environment, without NO_COLOR/FORCE_COLOR unless given); returns the CompletedProcess."""
+    base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
     return subprocess.run(
         [sys.executable, "-m", "gradgate", *args],
         cwd=cwd,
-        input=input,
+        input=input if input is not None else b"",
         capture_output=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")},
+        env={**base, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {})},
     )
 
 
-def _download_te(target: Path) -> Path:
-    """Download and unpack the pure-Python transformer-engine wheel; returns the folder
+def _download_te(target: Path, wheels: Path | None = None) -> Path:
+    """Download (into ``wheels``, default ``target/wheel``, unless already there) and unpack
+    (into ``target/unpacked``) the pure-Python transformer-engine wheel; returns the folder
     that holds ``transformer_engine/``."""
-    wheel_dir = target / "wheel"
+    wheel_dir = wheels or target / "wheel"
     unpacked = target / "unpacked"
     if (unpacked / "transformer_engine").is_dir():
         return unpacked
     wheel_dir.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-         f"transformer-engine=={TE_VERSION}", "-d", str(wheel_dir)],
-        check=True,
-        capture_output=True,
-    )
+    if not list(wheel_dir.glob("transformer_engine-*.whl")):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+             f"transformer-engine=={TE_VERSION}", "-d", str(wheel_dir)],
+            check=True,
+            capture_output=True,
+        )
     (wheel,) = wheel_dir.glob("transformer_engine-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         members = [m for m in archive.namelist() if m.startswith("transformer_engine/")]
@@ -47,14 +66,27 @@ def _download_te(target: Path) -> Path:
     return unpacked
 
 
+@pytest.fixture(scope="session", autouse=True)
+def checkout_is_left_alone():
+    """No test may write into this checkout: its examples and fixtures are compared
+    before and after the session."""
+    watched = sorted(p for folder in ("examples", "tests/fixtures", "rules", "gradgate")
+                     for p in (ROOT / folder).rglob("*.py"))
+    before = {p: p.read_bytes() for p in watched}
+    yield
+    changed = [str(p.relative_to(ROOT)) for p, data in before.items() if not p.exists() or p.read_bytes() != data]
+    assert changed == [], f"the test session rewrote files of the checkout: {changed}"
+
+
 @pytest.fixture(scope="session")
 def te_sources(tmp_path_factory) -> Path:
-    """TransformerEngine 2.20.2's sources, downloaded once per test session (cached
-    across sessions under GRADGATE_TEST_CACHE if set)."""
+    """TransformerEngine 2.20.2's sources, downloaded once per test session (the wheel is
+    kept across sessions under GRADGATE_TEST_CACHE if set) and unpacked afresh for each
+    session, so that no session sees another's leftovers."""
     cache = os.environ.get("GRADGATE_TEST_CACHE")
-    base = Path(cache) / f"te-{TE_VERSION}" if cache else tmp_path_factory.mktemp("te")
+    wheels = Path(cache) / f"te-{TE_VERSION}" / "wheel" if cache else None
     try:
-        return _download_te(base)
+        return _download_te(tmp_path_factory.mktemp("te"), wheels)
     except subprocess.CalledProcessError as exc:  # pragma: no cover - offline machines
         pytest.fail(f"could not download transformer-engine=={TE_VERSION}: {exc.stderr.decode()[-500:]}")
 

@@ -30,146 +30,255 @@ from gradgate.source import SourceError, decode_check
 
 CONFIG = Config()
 
-# -- a targeted generator ---------------------------------------------------------
-FORWARD_FLAGS = ["ub_overlap_ag", "ub_overlap_rs", "ub_overlap_ag_fprop", "ub_overlap_rs_fprop",
-                 "use_all_gather", "reduce_scatter_ok", "self.ub_overlap_ag", "args.overlap_comm"]
-OTHER_TARGETS = ["ctx.ub_overlap_ag", "ub_overlap_rs_dgrad", "ub_bulk_wgrad", "fast_path",
-                 "backward_needs_input", "x"]
-#: grad-mode operands that a GG001 finding is certain for (with ``import torch`` on top)
-SURE_GRAD = ["is_grad_enabled", "grad_enabled", "torch.is_grad_enabled()"]
-MAYBE_GRAD = ["th.is_grad_enabled()", "grad_on()", "torch._C.is_grad_enabled()", "g",
-              "self.is_grad_enabled", "args.grad_enabled", "not is_grad_enabled",
-              "not torch.is_inference_mode_enabled()", "torch.is_inference_mode_enabled()",
-              "not not is_grad_enabled", "some.is_grad_enabled()", "torch.is_grad_enabled"]
-PLAIN = ["x", "not return_layernorm_output", "(a or b)", "f(x)", "y[0]", "(lambda: 1)()",
-         "(z if c else w)", "(w := 3)", "1", "'s'", "fp8", "ub_overlap_ag", "a.b.c",
-         "not (p and q)", "x < 2", "'é'", "f'{x}'"]
+# -- a targeted generator (detection v2) --------------------------------------------
+# Every planted gate sits in a function of its own, on a fresh flag and fresh other
+# operands (``gate_<k>`` with parameters ``ub_overlap_ag_<k>``, ``x_<k>``, ...), so
+# that what the engine must report follows from v2's semantics without ambiguity: a
+# decision that turning grad mode off forces off while grad on leaves it free is one
+# finding, at the grad-mode read; its twins (opposite polarity, backward-only target,
+# backward function, constant decision, non-flag target, suppressed) are silent.
 HEADER = [
     "import torch\n",
     "import torch as th\n",
     "from torch import is_grad_enabled as grad_on\n",
 ]
-#: separators usable anywhere / only inside brackets
+
+
+@dataclass(frozen=True)
+class Read:
+    """A grad-mode read: ``pos`` is True while grad is on, ``neg`` while it is off;
+    ``text`` is the read the engine reports (inside ``pos`` / ``neg``)."""
+
+    pos: str
+    neg: str
+    text: str
+    needs: str = ""  # a header line, or "param" (a parameter of that name), or "local"
+
+
+def _reads(k: int, method: bool) -> list[Read]:
+    out = [
+        Read("torch.is_grad_enabled()", "not torch.is_grad_enabled()", "torch.is_grad_enabled()"),
+        Read("torch._C.is_grad_enabled()", "not torch._C.is_grad_enabled()", "torch._C.is_grad_enabled()"),
+        Read("th.is_grad_enabled()", "not th.is_grad_enabled()", "th.is_grad_enabled()", HEADER[1]),
+        Read("grad_on()", "not grad_on()", "grad_on()", HEADER[2]),
+        Read("not torch.is_inference_mode_enabled()", "torch.is_inference_mode_enabled()",
+             "torch.is_inference_mode_enabled()"),
+        Read(f"g_{k}", f"not g_{k}", f"g_{k}", "local"),
+        Read("is_grad_enabled", "not is_grad_enabled", "is_grad_enabled", "param"),
+        Read("grad_enabled", "not grad_enabled", "grad_enabled", "param"),
+    ]
+    # (an attribute is grad mode only where the module stores grad mode in it; its
+    # spelling alone does not make it one: issue 11, "a later g = cfg.grad_enabled ends it")
+    del method
+    return out
+
+
+FLAG_BASES = ["ub_overlap_ag", "ub_overlap_rs", "ub_overlap_ag_fprop", "use_all_gather",
+              "reduce_scatter_ok", "overlap_comm"]
+BACKWARD_BASES = ["ub_overlap_rs_dgrad", "ub_bulk_wgrad", "ub_overlap_ag_bwd", "ctx.ub_overlap_ag"]
+#: other operands, ``{k}`` is the gate's number
+OTHERS = ["x_{k}", "not rl_{k}", "(a_{k} or b_{k})", "f_{k}(x_{k})", "y_{k}[0]", "cfg_{k}.fp8",
+          "x_{k} < 2", "(z_{k} if c_{k} else w_{k})", "not (p_{k} and q_{k})"]
 SEP_BARE = [" and ", "  and  ", " and \\\n        ", " \\\n    and "]
 SEP_PAREN = ["\n    and ", " and\n        ", "  # why?\n    and ", " and  # c\n        ",
              "\n\n    and "]
+#: gate shapes: name -> what the engine must do (fix "safe" or "none" = report only)
+POSITIVE = ["chain", "chain", "chain", "augassign", "if_or", "if_not", "if_else", "ifexp", "min", "all", "or"]
+SILENT = ["opposite", "opposite_if", "backward_flag", "backward_function", "constant", "not_a_flag",
+          "suppressed"]
+#: shapes the engine gets wrong today (self-assignment left): see test_properties' xfail
+KNOWN_BAD = ["ifexp_self", "min_self"]
+
+
+@dataclass(frozen=True)
+class Expected:
+    line: int
+    column: int  # 1-based, in characters
+    read: str
+    #: "safe": a safe fix must be offered; "none": report only; "any": either
+    fix: str
+    shape: str
 
 
 @dataclass
 class Program:
     text: str
-    #: (line, 1-based column, operand code) the engine must report
-    expected: list[tuple[int, int, str]] = field(default_factory=list)
+    #: every finding the engine must report, and no other
+    expected: list[Expected] = field(default_factory=list)
+    exact: bool = True
 
 
-@st.composite
-def _statement(draw, indent: str):
-    """One assignment statement; returns (text, [(line0, col0, operand)]) where the
-    positions are relative to the statement's first character."""
-    sure_target = draw(st.booleans())
-    target = draw(st.sampled_from(FORWARD_FLAGS if sure_target else FORWARD_FLAGS + OTHER_TARGETS))
-    operator = draw(st.sampled_from([" = ", " = ", " = ", ": bool = ", " &= ", " |= "]))
-    n = draw(st.integers(1, 5))
-    operands = []
-    for _ in range(n):
-        kind = draw(st.integers(0, 9))
-        if kind < 3:
-            operands.append((draw(st.sampled_from(SURE_GRAD)), "sure"))
-        elif kind < 5:
-            operands.append((draw(st.sampled_from(MAYBE_GRAD)), "maybe"))
-        else:
-            operands.append((draw(st.sampled_from(PLAIN)), "plain"))
+def _join(draw, operands: list[str], indent: str) -> tuple[str, bool]:
+    """``operands`` as one ``and`` chain: (text, holds a comment)."""
     parenthesised = draw(st.booleans())
     seps = SEP_BARE + (SEP_PAREN if parenthesised else [])
-    # optional nested and-group (parenthesised) over a sub-range of operands
+    text = "(" if parenthesised else ""
+    n = len(operands)
     group = None
     if n >= 3 and draw(st.booleans()):
-        start = draw(st.integers(0, n - 2))
-        group = (start, draw(st.integers(start + 1, n - 1)))
-    text = f"{target}{operator}" + ("(" if parenthesised else "")
-    positions: list[tuple[int, int, str]] = []
-    for i, (code, kind) in enumerate(operands):
+        first = draw(st.integers(0, n - 2))
+        group = (first, draw(st.integers(first + 1, n - 1)))
+    for i, op in enumerate(operands):
         if i:
             text += draw(st.sampled_from(seps))
         if group and i == group[0]:
             text += "("
-        last_line = text.rsplit("\n", 1)[-1]
-        line0 = text.count("\n")
-        col0 = len(last_line) + (len(indent) if line0 else 0)
-        if kind == "sure":
-            positions.append((line0, col0, code))
-        text += code
+        text += op
         if group and i == group[1]:
             text += ")"
     if parenthesised:
         text += draw(st.sampled_from([")", "\n)", "  # end\n)"]))
-    trailer = draw(st.sampled_from(["", "", "", "  # comment", "  # gradgate: ignore",
-                                    "  # gradgate: ignore[GG001]", "  # gradgate: ignore[GG999]",
-                                    "; y = 1", "  "]))
-    text += trailer
-    certain = (
-        operator.strip() in ("=", ": bool =")
-        and target in FORWARD_FLAGS
-        and n >= 2
-        and "gradgate: ignore" not in text.replace("ignore[GG999]", "")
-    )
-    # indent continuation lines
     lines = text.split("\n")
-    text = lines[0] + "".join("\n" + (indent + l if l.strip() else l) for l in lines[1:])
-    return text, positions if certain else []
+    text = lines[0] + "".join("\n" + (indent + line if line.strip() else line) for line in lines[1:])
+    return text, "#" in text
 
 
 @st.composite
-def gg_programs(draw) -> Program:
-    """A module with a few GG001-relevant statements in various contexts (as text with
-    ``\\n`` endings; see :func:`encode_variant` for bytes)."""
-    lines: list[str] = list(draw(st.lists(st.sampled_from(HEADER), max_size=3, unique=True)))
-    if "import torch\n" not in lines:
-        lines.insert(0, "import torch\n")
-    expected: list[tuple[int, int, str]] = []
-    indent_unit = draw(st.sampled_from(["    ", "  ", "\t", "        "]))
-    for _ in range(draw(st.integers(1, 4))):
-        context = draw(st.sampled_from(["top", "def", "method", "if", "oneline_if", "else_same_line",
-                                        "with", "nested"]))
-        if context == "top":
-            prefix, indent = [], ""
-        elif context == "def":
-            prefix, indent = ["def forward(self, x, ub_overlap_ag, is_grad_enabled):\n"], indent_unit
+def _gate(draw, k: int, indent: str, method: bool, shape: str):
+    """One gate in its function body: (lines of the body, read, params, header, fix)."""
+    unit = "    "
+    read = draw(st.sampled_from(_reads(k, method)))
+    base = draw(st.sampled_from(FLAG_BASES))
+    flag = f"{base}_{k}"
+    params = [flag] if "." not in flag else []
+    other = draw(st.sampled_from(OTHERS)).format(k=k)
+    params += sorted(set(re.findall(r"\b([a-z]+_%d)\b" % k, other)) | {f"x_{k}"})
+    if shape == "backward_flag":
+        flag = f"{draw(st.sampled_from(BACKWARD_BASES))}_{k}"
+        params = [p for p in params if not p.startswith(base)] + ([] if "." in flag else [flag])
+        if flag.startswith("ctx."):
+            params.insert(0, "ctx")
+    body: list[str] = []
+    if read.needs == "local":
+        body.append(f"{indent}g_{k} = torch.is_grad_enabled()\n")
+    fix = "safe"
+    comment = False
+    chain_shape = shape in ("chain", "backward_flag", "backward_function", "not_a_flag", "suppressed")
+    if shape == "not_a_flag":
+        flag = f"x_{k}_copy"
+        params = [p for p in params if not p.startswith(base)]
+    if chain_shape:
+        operands = [read.pos] + draw(st.lists(st.sampled_from([flag, other]), min_size=1, max_size=3, unique=True))
+        operands = draw(st.permutations(operands))
+        if shape == "suppressed":  # one line: the comment must be on the read's line
+            text = " and ".join(operands) + draw(st.sampled_from(["  # gradgate: ignore",
+                                                                 "  # gradgate: ignore[GG001]"]))
+        else:
+            text, comment = _join(draw, operands, indent)
+        statement = f"{indent}{flag}{draw(st.sampled_from([' = ', ' = ', ': bool = ']))}{text}"
+        body.append(statement + "\n")
+    elif shape == "augassign":
+        body.append(f"{indent}{flag} &= {read.pos}\n")
+    elif shape == "if_or":
+        body.append(f"{indent}if {other} or {read.neg}:\n{indent}{unit}{flag} = False\n")
+    elif shape == "if_not":
+        body.append(f"{indent}if {read.neg}:\n{indent}{unit}{flag} = False\n")
+    elif shape in ("if_else", "if_else_self"):
+        kept = other if shape == "if_else" else flag
+        body.append(f"{indent}if {read.pos}:\n{indent}{unit}{flag} = {kept}\n"
+                    f"{indent}else:\n{indent}{unit}{flag} = False\n")
+    elif shape in ("ifexp", "ifexp_self"):
+        kept = other if shape == "ifexp" else flag
+        body.append(f"{indent}{flag} = {kept} if {read.pos} else False\n")
+    elif shape in ("min", "min_self"):
+        kept = other if shape == "min" else flag
+        body.append(f"{indent}{flag} = min({kept}, {read.pos})\n")
+    elif shape == "all":
+        body.append(f"{indent}{flag} = all([{flag}, {other}, {read.pos}])\n")
+    elif shape == "or":
+        body.append(f"{indent}{flag} = {flag} or {read.pos}\n")
+        fix = "none"
+    elif shape == "opposite":
+        operands = draw(st.permutations([read.neg, flag] + draw(st.lists(st.just(other), max_size=1))))
+        text, comment = _join(draw, operands, indent)
+        body.append(f"{indent}{flag} = {text}\n")
+    elif shape == "opposite_if":
+        body.append(f"{indent}if {read.pos}:\n{indent}{unit}{flag} = False\n")
+    elif shape == "constant":
+        body.append(f"{indent}{flag} = {flag} and {read.neg} and {read.pos}\n")
+    if comment and fix == "safe":
+        fix = "any"  # a comment next to the operand may leave it report-only
+    if read.needs == "param":
+        params.append(read.text)
+    header = read.needs if read.needs.startswith(("import", "from")) else ""
+    return body, read, params, header, fix
+
+
+@st.composite
+def gg_programs(draw, known_bad: bool = False) -> Program:
+    """A module of a few planted gates and silent twins, each in a function of its own
+    (as text with ``\\n`` endings; see :func:`encode_variant` for bytes).
+
+    ``known_bad`` also draws what the engine is known to get wrong today (the shapes of
+    :data:`KNOWN_BAD`, a gate alone in its block): ``fuzz.py --known-bad`` looks there."""
+    unit = draw(st.sampled_from(["    ", "  ", "\t", "        "]))
+    shapes = POSITIVE + SILENT + (KNOWN_BAD if known_bad else [])
+    headers: set[str] = {HEADER[0]} | set(draw(st.lists(st.sampled_from(HEADER), max_size=2)))
+    chunks: list[tuple[str, str, str | None]] = []  # (text, function name, shape)
+    planted: list[tuple[str, Read, str, str]] = []  # (function, read, fix, shape)
+    for k in range(draw(st.integers(1, 5))):
+        shape = draw(st.sampled_from(shapes))
+        context = draw(st.sampled_from(["def", "def", "method", "nested", "block"]))
+        name = f"backward_{k}" if shape == "backward_function" else f"gate_{k}"
+        if context == "def":
+            indent, lead = unit, ""
         elif context == "method":
-            prefix = ["class M:\n", f"{indent_unit}def forward(self, x):\n",
-                      f"{indent_unit * 2}g = torch.is_grad_enabled()\n"]
-            indent = indent_unit * 2
-        elif context == "if":
-            prefix, indent = ["if cond:\n"], indent_unit
-        elif context == "with":
-            prefix, indent = ["with torch.no_grad():\n"], indent_unit
+            indent, lead = unit * 2, f"class Module_{k}:\n"
         elif context == "nested":
-            prefix = ["def outer():\n", f"{indent_unit}for i in range(3):\n"]
-            indent = indent_unit * 2
+            indent, lead = unit * 2, f"def outer_{k}():\n"
         else:
-            prefix, indent = [], ""
-        statement, positions = draw(_statement(indent))
-        if "\\\n" in statement and context in ("oneline_if", "else_same_line"):
-            statement = statement.replace("\\\n", " ")
-            positions = []
-        lines.extend(prefix)
-        first_line = len("".join(lines).splitlines()) + 1
-        if context == "oneline_if":
-            lead = "if cond: "
-        elif context == "else_same_line":
-            lines.append("if cond: pass\n")
-            first_line += 1
-            lead = "else: "
-        else:
-            lead = indent
-        if context not in ("oneline_if", "else_same_line") or "\n" not in statement:
-            for line0, col0, code in positions:
-                expected.append((first_line + line0, (col0 if line0 else col0 + len(lead)) + 1, code))
-        lines.append(lead + statement + "\n")
-        if draw(st.booleans()):
-            lines.append(indent + draw(st.sampled_from(["pass", "return x", "y = ub_overlap_ag", "# tail"])) + "\n")
-    text = "".join(lines)
-    return Program(text, expected)
+            indent, lead = unit * 2, ""
+        body, read, params, header, fix = draw(_gate(k, indent, context == "method", shape))
+        if not known_bad or draw(st.booleans()):
+            # a statement after the gate: deleting the gate never leaves its block empty
+            # (the `pass` the engine writes then is a known bug in CRLF files)
+            body.append(f"{indent}done_{k} = True\n")
+        if header:
+            headers.add(header)
+        if context == "method":
+            params.insert(0, "self")
+        signature = f"def {name}({', '.join(dict.fromkeys(params))}):\n"
+        if context == "block":
+            body = [f"{unit}{draw(st.sampled_from(['for i in range(3):', 'if c:', 'try:', 'while c:']))}\n"] + body
+            if body[0].strip() == "try:":
+                body.append(f"{unit}finally:\n{unit * 2}pass\n")
+        pad = unit if context in ("method", "nested") else ""
+        text = lead + pad + signature + "".join(body)
+        text += draw(st.sampled_from(["", f"{pad}{unit}return None\n", f"{pad}{unit}# tail\n",
+                                      f"{pad}{unit}pass\n"]))
+        chunks.append((text, name, shape))
+        if shape in POSITIVE or shape in KNOWN_BAD:
+            planted.append((name, read, fix, shape))
+    text = "".join(h for h in HEADER if h in headers) + "".join(c for c, _, _ in chunks)
+    return Program(text, _locate(text, planted))
+
+
+def _char_column(line: str, byte_column: int) -> int:
+    return len(line.encode("utf-8", "surrogatepass")[:byte_column].decode("utf-8", "surrogatepass"))
+
+
+def _locate(text: str, planted: list[tuple[str, Read, str, str]]) -> list[Expected]:
+    """Where each planted read is, found on the parsed program: the read of that text in
+    the gate's statement (the last statement of its function but a tail)."""
+    tree = ast.parse(text)
+    lines = split_lines(text)
+    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    out = []
+    for name, read, fix, shape in planted:
+        function = functions[name]
+        hits = [
+            n for n in ast.walk(function) if isinstance(n, ast.expr) and ast.unparse(n) == read.text
+            and not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+            and not isinstance(n, ast.arg)
+        ]
+        hits = [n for n in hits if not any(n is p.func for p in ast.walk(function) if isinstance(p, ast.Call))]
+        if read.needs == "local":
+            hits = [n for n in hits if isinstance(n, ast.Name)]
+        assert len(hits) == 1, (name, read, [ast.dump(h) for h in hits], text)
+        node = hits[0]
+        out.append(Expected(node.lineno, _char_column(lines[node.lineno - 1], node.col_offset) + 1,
+                            read.text, fix, shape))
+    return out
 
 
 @dataclass
@@ -352,41 +461,17 @@ def _endings(text: str) -> list[str]:
     return re.findall(r"\r\n|\r|\n", text)
 
 
-def _is_subsequence(small: bytes, big: bytes) -> bool:
-    it = iter(big)
-    return all(any(b == c for c in it) for b in small)
-
-
-def _statement_shape(tree: ast.AST) -> list[str]:
-    """Statement kinds and assignment targets, in walk order: what a fix never changes."""
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.stmt):
-            if isinstance(node, ast.Assign):
-                out.append("Assign " + " = ".join(ast.unparse(t) for t in node.targets))
-            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-                out.append(f"{type(node).__name__} {ast.unparse(node.target)}")
-            else:
-                out.append(type(node).__name__)
-    return out
-
-
-def _tokens(text: str) -> list[str]:
-    out = []
+def _comments(text: str) -> list[str] | None:
+    """The COMMENT tokens' strings, in order (None: the text does not tokenize)."""
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type in (tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.STRING):
-                out.append(tok.string)
+        lines = iter(split_lines(text))  # lone CR ends a line too, as CPython reads it
+        return [t.string for t in tokenize.generate_tokens(lambda: next(lines, "")) if t.type == tokenize.COMMENT]
     except (tokenize.TokenError, SyntaxError):
-        pass
-    return out
+        return None
 
 
 def _libcst_whole(data: bytes) -> str:
-    """What LibCST makes of the whole file: "exact" (it regenerates every byte),
-    "inexact" (it parses, but not byte for byte: e.g. some lone-CR files), "rejects"
-    (an error on a file CPython accepts: a final backslash-CRLF, ``(a if b else c)and d``)
-    or "other"."""
+    """What LibCST makes of the whole file: "exact", "inexact", "rejects" or "other"."""
     import libcst
 
     try:
@@ -398,8 +483,259 @@ def _libcst_whole(data: bytes) -> str:
     return "exact" if module.bytes == data else "inexact"
 
 
-def _libcst_rejects_whole(data: bytes) -> bool:
-    return _libcst_whole(data) == "rejects"
+# -- the fix oracle: the same transformation, carried out on the stdlib tree ---------------
+class OracleUnsupported(Exception):
+    """A fixed read sits where this oracle does not know the simplification."""
+
+
+def _span_of(node: ast.AST, lines: list[str]) -> tuple[int, int, int, int]:
+    return (node.lineno, _char_column(lines[node.lineno - 1], node.col_offset),
+            node.end_lineno, _char_column(lines[node.end_lineno - 1], node.end_col_offset))
+
+
+def _read_nodes(tree: ast.AST, lines: list[str], findings) -> dict[int, tuple[ast.expr, bool]]:
+    """id(node) -> (node, its grad-on value) for every finding's read."""
+    by_span: dict[tuple[int, int, int, int], ast.expr] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.expr) and hasattr(node, "lineno"):
+            by_span.setdefault(_span_of(node, lines), node)  # walk order: the outermost first
+    out = {}
+    for f in findings:
+        node = by_span.get((f.line, f.column - 1, f.end_line, f.end_column - 1))
+        if node is None:
+            raise OracleUnsupported(f"no expression at the span of {f.line}:{f.column}")
+        out[id(node)] = (node, "inference_mode" not in ast.unparse(node))
+    return out
+
+
+def _same(a: ast.AST, b: ast.AST) -> bool:
+    dump = lambda n: ast.dump(n, include_attributes=False).replace("ctx=Store()", "ctx=Load()")  # noqa: E731
+    return dump(a) == dump(b)
+
+
+class _Simplify(ast.NodeTransformer):
+    """Set each read to its grad-on value and simplify what that makes neutral, exactly
+    as issue 11 words the fix: an ``and`` operand now True (``or`` operand now False)
+    goes, ``x if <True> else y`` keeps ``x``, ``min``/``max``/``all``/``any`` lose the
+    neutral argument, an ``if`` keeps the branch taken, ``flag &= True`` goes, a
+    statement left as ``x = x`` goes, a block left empty holds ``pass``."""
+
+    def __init__(self, reads: dict[int, tuple[ast.expr, bool]], lines: list[str]) -> None:
+        self.reads = reads
+        self.known: set[int] = set()
+        self.lines = lines
+        self.elifs: set[int] = set()
+
+    def const(self, value: bool) -> ast.Constant:
+        node = ast.Constant(value)
+        self.known.add(id(node))
+        return node
+
+    def is_known(self, node: ast.AST) -> bool:
+        return isinstance(node, ast.Constant) and id(node) in self.known
+
+    def visit(self, node):
+        if id(node) in self.reads:
+            return self.const(self.reads[id(node)][1])
+        return super().visit(node)
+
+    def generic_visit(self, node):
+        sizes = {name: len(getattr(node, name)) for name in ("body", "orelse", "finalbody")
+                 if isinstance(getattr(node, name, None), list)}
+        elif_parent = isinstance(node, ast.If) and len(node.orelse) == 1 and id(node.orelse[0]) in self.elifs
+        super().generic_visit(node)
+        if not isinstance(node, ast.Module):
+            for name, size in sizes.items():
+                if size and not getattr(node, name):
+                    if name == "orelse" and elif_parent:
+                        continue  # an `elif` that goes takes its header with it
+                    setattr(node, name, [ast.Pass()])
+        return node
+
+    def visit_If(self, node):
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            line = self.lines[node.orelse[0].lineno - 1]
+            if line.lstrip().startswith("elif"):
+                self.elifs.add(id(node.orelse[0]))
+        node = self.generic_visit(node)
+        if self.is_known(node.test):
+            return node.body if node.test.value else (node.orelse or None)
+        return node
+
+    def visit_While(self, node):
+        node = self.generic_visit(node)
+        if self.is_known(node.test):
+            if node.test.value or node.orelse:
+                raise OracleUnsupported("while <grad on>")
+            return None
+        return node
+
+    def visit_AugAssign(self, node):
+        node = self.generic_visit(node)
+        if self.is_known(node.value):
+            neutral = {ast.BitAnd: True, ast.BitOr: False}.get(type(node.op))
+            if neutral is None or node.value.value != neutral:
+                raise OracleUnsupported("augmented assignment")
+            return None
+        return node
+
+    def _assignment(self, node, targets):
+        touched = any(id(n) in self.reads for n in ast.walk(node.value)) if node.value is not None else False
+        node = self.generic_visit(node)
+        if touched and len(targets) == 1 and _same(targets[0], node.value):
+            return None
+        return node
+
+    def visit_Assign(self, node):
+        return self._assignment(node, node.targets)
+
+    def visit_AnnAssign(self, node):
+        return self._assignment(node, [node.target])
+
+    def visit_UnaryOp(self, node):
+        node = self.generic_visit(node)
+        if isinstance(node.op, ast.Not) and self.is_known(node.operand):
+            return self.const(not node.operand.value)
+        return node
+
+    def visit_BoolOp(self, node):
+        node = self.generic_visit(node)
+        neutral = isinstance(node.op, ast.And)
+        kept = [v for v in node.values if not (self.is_known(v) and v.value == neutral)]
+        if any(self.is_known(v) for v in kept):
+            raise OracleUnsupported("a read that is not neutral in its chain")
+        if not kept:
+            return self.const(neutral)
+        if len(kept) == 1:
+            return kept[0]
+        node.values = kept
+        return node
+
+    def visit_IfExp(self, node):
+        node = self.generic_visit(node)
+        if self.is_known(node.test):
+            return node.body if node.test.value else node.orelse
+        return node
+
+    def visit_Compare(self, node):
+        node = self.generic_visit(node)
+        sides = [node.left, *node.comparators]
+        if len(node.ops) == 1 and any(self.is_known(s) for s in sides) and all(
+                isinstance(s, ast.Constant) and isinstance(s.value, bool) for s in sides):
+            a, b = sides[0].value, sides[1].value
+            op = type(node.ops[0])
+            if op in (ast.Eq, ast.Is):
+                return self.const(a == b)
+            if op in (ast.NotEq, ast.IsNot):
+                return self.const(a != b)
+        return node
+
+    def visit_Call(self, node):
+        node = self.generic_visit(node)
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name == "bool" and len(node.args) == 1 and self.is_known(node.args[0]):
+            return self.const(node.args[0].value)
+        if name in ("min", "max") and not node.keywords:
+            neutral = name == "min"
+            args = [a for a in node.args if not (self.is_known(a) and a.value == neutral)]
+            if len(args) != len(node.args):
+                if len(args) == 1:
+                    return args[0]
+                node.args = args
+        if name in ("all", "any") and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple)):
+            neutral = name == "all"
+            seq = node.args[0]
+            seq.elts = [e for e in seq.elts if not (self.is_known(e) and e.value == neutral)]
+        return node
+
+
+def expected_fix(text: str, findings) -> ast.Module:
+    """The tree ``text`` must have once the reads of ``findings`` are fixed."""
+    tree = ast.parse(text)
+    lines = split_lines(text)
+    reads = _read_nodes(tree, lines, findings)
+    simplify = _Simplify(reads, lines)
+    tree = simplify.visit(tree)
+    if any(simplify.is_known(n) for n in ast.walk(tree)):
+        raise OracleUnsupported("a read left where it has no neutral form")
+    return tree
+
+
+def fixed_regions(text: str, findings) -> list[tuple[int, int]]:
+    """Line ranges (1-based, inclusive) of the statements the findings' fixes may change:
+    the innermost statement holding each read, an ``elif`` widened to its ``if``; a
+    simple statement sharing its line (``if c: x = ...``, ``a = 1; b = 2``) widened to
+    the statement that owns the line."""
+    tree = ast.parse(text)
+    lines = split_lines(text)
+    parent: dict[ast.AST, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parent[child] = node
+    spans = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.expr) and hasattr(node, "lineno"):
+            spans.setdefault(_span_of(node, lines), node)
+    out = []
+    for f in findings:
+        node = spans.get((f.line, f.column - 1, f.end_line, f.end_column - 1))
+        while node is not None and not isinstance(node, ast.stmt):
+            node = parent.get(node)
+        if node is None:
+            continue
+        while True:
+            up = parent.get(node)
+            if isinstance(up, ast.If) and up.orelse == [node] and lines[node.lineno - 1].lstrip().startswith("elif"):
+                node = up
+            elif isinstance(up, ast.stmt) and (up.lineno == node.lineno or _shares_line(up, node)):
+                node = up
+            else:
+                break
+        out.append((node.lineno, node.end_lineno))
+    out.sort()
+    merged: list[tuple[int, int]] = []
+    for first, last in out:
+        if merged and first <= merged[-1][1] + 0:
+            merged[-1] = (merged[-1][0], max(last, merged[-1][1]))
+        else:
+            merged.append((first, last))
+    return merged
+
+
+def _shares_line(holder: ast.stmt, node: ast.stmt) -> bool:
+    """Is ``node`` in a block of ``holder`` that shares a line with another statement
+    (``else: x = 1``, ``a = 1; b = 2``)?"""
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(holder, name, None)
+        if isinstance(block, list) and node in block:
+            lines_used = [s.lineno for s in block] + [s.end_lineno for s in block]
+            return len(set(s.lineno for s in block)) < len(block) or any(
+                a.end_lineno == b.lineno for a, b in zip(block, block[1:])) or (
+                name == "orelse" and holder.body and holder.body[-1].end_lineno == node.lineno) or (
+                lines_used.count(node.lineno) > 2)
+    return False
+
+
+def outside_unchanged(old: str, new: str, regions: list[tuple[int, int]]) -> bool:
+    """Do ``old`` and ``new`` agree outside ``regions`` (line ranges of ``old``), the
+    gaps between them kept in order?"""
+    lines = split_lines(old)
+    gaps, at = [], 1
+    for first, last in regions:
+        gaps.append("".join(lines[at - 1:first - 1]))
+        at = last + 1
+    gaps.append("".join(lines[at - 1:]))
+    if not new.startswith(gaps[0]):
+        return False
+    pos = len(gaps[0])
+    for gap in gaps[1:-1]:
+        found = new.find(gap, pos)
+        if found < 0:
+            return False
+        pos = found + len(gap)
+    tail = gaps[-1]
+    # a file without a final newline: the frame's newline is cut off again
+    return len(new) - len(tail) >= pos and new.endswith(tail)
 
 
 @dataclass
@@ -409,18 +745,30 @@ class Outcome:
     findings: int = 0
     fixed: int = 0
     error: str | None = None
+    #: the fix oracle could not rebuild the fixed tree (only the byte check applied)
+    oracle_skipped: int = 0
+    oracle_checked: int = 0
 
     def add(self, kind: str, detail: str = "") -> None:
         self.violations.append(f"{kind}: {detail}" if detail else kind)
 
 
+def _key(f) -> tuple:
+    return (f.rule, f.line, f.column, f.end_line, f.end_column, f.message, f.applicability)
+
+
 def verify(data: bytes, *, path: str = "t.py", whole_module: bool = True,
-           cst_reparse: bool = True, accounting: bool = False) -> Outcome:
+           cst_reparse: bool = True, accounting: bool = True) -> Outcome:
     """Every reliability property of the engine on ``data``; returns what broke.
 
-    crash, error-format, reparse, encoding, endings, final-newline, statement-shape,
-    subsequence, idempotence, stale-fixable, recheck, unchanged-when-clean,
-    prefilter-consistency and (opt-in) accounting.
+    crash, error-format, fix-error, prefilter-consistency (identical findings and fixes
+    with ``prefilter=False``), stage, unchanged-when-clean, recheck, fixable-not-fixed,
+    and for each fixed file (safe fixes, then ``unsafe_fixes=True`` when there are
+    unsafe ones): no-op-fix, encoding, reparse, endings, final-newline, comments (the
+    COMMENT tokens equal), oracle (the fixed tree is the original with the fixed reads
+    set to their grad-on value and simplified), outside-bytes (nothing changes outside
+    the fixed statements), idempotence, stale-fixable, and accounting (every fixable
+    finding counted as fixed).
     """
     outcome = Outcome()
     try:
@@ -441,6 +789,8 @@ def verify(data: bytes, *, path: str = "t.py", whole_module: bool = True,
         if check.error is None and fixed.error is not None:
             outcome.add("fix-error", f"check ok, fix says {fixed.error!r}")
         return outcome
+    if check.stage not in ("prefilter", "ast"):
+        outcome.add("stage", f"a check ended at stage {check.stage!r}")
     if whole_module:
         try:
             slow = lint_source(path, data, CONFIG, prefilter=False)
@@ -449,102 +799,99 @@ def verify(data: bytes, *, path: str = "t.py", whole_module: bool = True,
             outcome.crashed = True
             outcome.add("crash", "prefilter=False: " + traceback.format_exc(limit=6))
             return outcome
-        # Same findings at the same places. The whole-module path may refuse a fix the
-        # fast path makes (LibCST cannot regenerate some files byte for byte, e.g. a
-        # leading form feed): it then reports those findings unfixable and writes
-        # nothing; any other difference is a bug.
-        def where(findings):
-            return [(f.rule, f.line, f.column, f.message) for f in findings]
-
-        if slow.error is not None and check.error is None and _libcst_rejects_whole(data):
-            # CPython parses the file, LibCST's tokenizer does not (a final backslash-CRLF):
-            # only the whole-module path meets that, and says so (test_bad_inputs pins it)
-            pass
-        elif check.stage == "prefilter" and check.error is None:
+        if check.stage == "prefilter":
             # no grad-mode token: the fast path reads no further (a syntax error there
             # goes unreported: test_bad_inputs' syntax_error_without_grad_token)
             if slow.findings:
                 outcome.add("prefilter-consistency", f"pre-filter skipped a file with findings {slow.findings}")
-        elif (
-            slow.error is None and check.error is None and not any(f.fixable for f in slow.findings)
-            and _libcst_whole(data) == "inexact"
-        ):
-            # LibCST does not regenerate this file byte for byte, so the whole-module
-            # path neither fixes it nor has trustworthy line numbers (LibCST counts a
-            # lone CR before a backslash continuation differently from CPython): the
-            # same findings, at positions the fast path takes from statements parsed alone
-            if [(f.rule, f.message) for f in slow.findings] != [(f.rule, f.message) for f in check.findings]:
-                outcome.add("prefilter-consistency", f"{slow.findings} != {check.findings} (inexact whole module)")
-        elif slow.error != check.error or where(slow.findings) != where(check.findings):
+        elif slow.error != check.error or [_key(f) for f in slow.findings] != [_key(f) for f in check.findings]:
             outcome.add("prefilter-consistency", f"{slow.error or slow.findings} != {check.error or check.findings}")
-        elif any(w.fixable and not f.fixable for w, f in zip(slow.findings, check.findings)):
-            outcome.add("prefilter-consistency", "whole-module fixes what the fast path cannot")
-        refused = slow_fix.fixed is None and any(not f.fixable for f in slow.findings)
-        if slow_fix.error is None and slow_fix.fixed != fixed.fixed and not refused:
-            outcome.add("prefilter-consistency", f"fixed {slow_fix.fixed!r} != {fixed.fixed!r}")
-    if not any(f.fixable for f in check.findings) and fixed.fixed is not None:
-        outcome.add("unchanged-when-clean", "a file without fixable findings was rewritten")
+        elif slow_fix.error != fixed.error or slow_fix.fixed != fixed.fixed:
+            outcome.add("prefilter-consistency", f"fixed {slow_fix.error or slow_fix.fixed!r} != "
+                        f"{fixed.error or fixed.fixed!r}")
+    _check_fix(outcome, path, data, check, fixed, False, cst_reparse, accounting)
+    if any(f.applicability is not None and f.applicability.value == "unsafe" for f in check.findings):
+        try:
+            unsafe = lint_source(path, data, CONFIG, fix=True, unsafe_fixes=True)
+        except Exception:  # noqa: BLE001
+            outcome.crashed = True
+            outcome.add("crash", "unsafe_fixes=True: " + traceback.format_exc(limit=6))
+            return outcome
+        if unsafe.error is not None:
+            outcome.add("fix-error", f"unsafe fix says {unsafe.error!r}")
+        else:
+            _check_fix(outcome, path, data, check, unsafe, True, cst_reparse, accounting)
+    return outcome
+
+
+def _check_fix(outcome: Outcome, path: str, data: bytes, check, fixed, unsafe: bool,
+               cst_reparse: bool, accounting: bool) -> None:
+    tag = " (unsafe fixes)" if unsafe else ""
+    fixable = [f for f in check.findings if f.fixable_with(unsafe)]
+    if not fixable:
+        if fixed.fixed is not None:
+            outcome.add("unchanged-when-clean", "a file without fixable findings was rewritten" + tag)
+        elif [_key(f) for f in fixed.findings] != [_key(f) for f in check.findings]:
+            outcome.add("recheck", "fix=True reports other findings than check" + tag)
+        return
     if fixed.fixed is None:
-        if fixed.findings != check.findings:
-            outcome.add("recheck", "fix=True reports other findings than check")
-        return outcome
+        outcome.add("fixable-not-fixed", f"{len(fixable)} fixable findings, fix changed nothing{tag}")
+        return
     new = fixed.fixed
-    outcome.fixed = len(fixed.fixed_findings)
+    if not unsafe:
+        outcome.fixed = len(fixed.fixed_findings)
     if new == data:
-        outcome.add("no-op-fix", "fixed bytes equal the source")
+        outcome.add("no-op-fix", "fixed bytes equal the source" + tag)
     encoding = decode_check(data)
     try:
         new_encoding = decode_check(new)
     except SourceError as exc:
         outcome.add("encoding", str(exc))
-        return outcome
+        return
     if new_encoding != encoding or data.startswith(b"\xef\xbb\xbf") != new.startswith(b"\xef\xbb\xbf"):
         outcome.add("encoding", f"{encoding} -> {new_encoding}")
     text, new_text = data.decode(encoding), new.decode(new_encoding)
     try:
-        new_tree = ast.parse(new)
+        new_tree = ast.parse(new_text)
     except (SyntaxError, ValueError) as exc:
-        outcome.add("reparse", f"CPython: {exc}")
-        return outcome
-    if cst_reparse and not _libcst_rejects_whole(data):  # else it cannot read the fix either
+        outcome.add("reparse", f"CPython: {exc}{tag}")
+        return
+    if cst_reparse and _libcst_whole(data) in ("exact", "inexact"):  # else it cannot read the fix either
         import libcst
 
         try:
             libcst.parse_module(new)
         except Exception as exc:  # noqa: BLE001
             outcome.add("reparse", f"LibCST: {exc}")
-    if _statement_shape(ast.parse(data)) != _statement_shape(new_tree):
-        outcome.add("statement-shape", "the fix changed statements or assignment targets")
     old_endings, new_endings = _endings(text), _endings(new_text)
     it = iter(old_endings)
     if not all(any(e == o for o in it) for e in new_endings):
         outcome.add("endings", f"{old_endings[:6]}... -> {new_endings[:6]}...")
     if text.endswith(("\n", "\r")) and not new_text.endswith(("\n", "\r")):
         outcome.add("final-newline", "the fix dropped the file's final line ending")
-    if not _is_subsequence(new, data):
-        outcome.add("subsequence", "the fix added or changed bytes instead of only removing")
-    again = lint_source(path, new, CONFIG, fix=True)
+    old_comments, new_comments = _comments(text), _comments(new_text)
+    if old_comments is not None and old_comments != new_comments:
+        outcome.add("comments", f"{old_comments} -> {new_comments}{tag}")
+    try:
+        want = expected_fix(text, fixable)
+    except OracleUnsupported:
+        outcome.oracle_skipped += 1
+    else:
+        outcome.oracle_checked += 1
+        if ast.dump(want) != ast.dump(new_tree):
+            outcome.add("oracle", f"the fixed tree is not the original minus the reported reads{tag}:\n"
+                        f"want {ast.unparse(want)!r}\ngot  {ast.unparse(new_tree)!r}")
+    if not outside_unchanged(text, new_text, fixed_regions(text, fixable)):
+        outcome.add("outside-bytes", f"bytes outside the fixed statements changed{tag}")
+    again = lint_source(path, new, CONFIG, fix=True, unsafe_fixes=unsafe)
     if again.error is not None:
-        outcome.add("idempotence", f"fixed file errors: {again.error}")
+        outcome.add("idempotence", f"fixed file errors: {again.error}{tag}")
     elif again.fixed is not None:
-        outcome.add("idempotence", f"a second fix changes it again: {again.fixed!r}")
+        outcome.add("idempotence", f"a second fix changes it again: {again.fixed!r}{tag}")
     recheck = lint_source(path, new, CONFIG)
-    if recheck.findings != fixed.findings:
-        outcome.add("recheck", f"fixed file reports {recheck.findings} not {fixed.findings}")
-    if any(f.fixable for f in fixed.findings):
-        outcome.add("stale-fixable", "fixable findings left after fix")
-    if accounting:
-        removed = list(_tokens(text))
-        for tok in _tokens(new_text):
-            if tok in removed:
-                removed.remove(tok)
-        for finding in fixed.fixed_findings:
-            code = re.search(r"\(`(.*)`\)", finding.message)
-            for tok in _tokens(code.group(1) if code else ""):
-                if tok in removed:
-                    removed.remove(tok)
-                else:
-                    outcome.add("accounting", f"fixed finding at {finding.line}:{finding.column} "
-                                f"({code.group(1) if code else '?'}) was not removed")
-                    break
-    return outcome
+    if [_key(f) for f in recheck.findings] != [_key(f) for f in fixed.findings]:
+        outcome.add("recheck", f"fixed file reports {recheck.findings} not {fixed.findings}{tag}")
+    if any(f.fixable_with(unsafe) for f in recheck.findings):
+        outcome.add("stale-fixable", "fixable findings left after fix" + tag)
+    if accounting and len(fixed.fixed_findings) != len(fixable):
+        outcome.add("accounting", f"{len(fixable)} fixable findings, {len(fixed.fixed_findings)} counted fixed{tag}")

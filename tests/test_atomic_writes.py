@@ -170,7 +170,7 @@ def test_fix_skips_file_changed_since_it_was_read(tmp_path, monkeypatch):
     code, stdout, stderr = _invoke("fix", ".", cwd=tmp_path)
     assert code == 2
     errors = [l for l in stderr.splitlines() if l.startswith("error:")]
-    assert errors == [f"error: {os.path.join('.', 'edited.py')}: file changed on disk since it was read; not overwritten"]
+    assert errors == [f"error: {'edited.py'}: file changed on disk since it was read; not overwritten"]
     assert (tmp_path / "edited.py").read_bytes() == b"# edited meanwhile\n" + BUGGY
     assert (tmp_path / "other.py").read_bytes() == BUGGY_FIXED
     assert _temporaries(tmp_path) == []
@@ -193,7 +193,7 @@ def test_fix_not_written_when_result_does_not_parse(tmp_path, monkeypatch):
     code, stdout, stderr = _invoke("fix", ".", cwd=tmp_path)
     assert code == 2, stderr
     errors = [l for l in stderr.splitlines() if l.startswith("error:")]
-    assert len(errors) == 1 and errors[0].startswith(f"error: {os.path.join('.', 'm.py')}: ")
+    assert len(errors) == 1 and errors[0].startswith(f"error: {'m.py'}: ")
     assert "invalid" in errors[0]
     assert (tmp_path / "m.py").read_bytes() == BUGGY
     assert (tmp_path / "clean.py").read_bytes() == CLEAN
@@ -217,7 +217,7 @@ def test_fix_write_failure_is_reported_and_original_intact(tmp_path):
                             capture_output=True, preexec_fn=_limit_file_size, timeout=60)
     assert result.returncode == 2, result.stderr.decode()
     errors = [l for l in result.stderr.decode().splitlines() if l.startswith("error:")]
-    assert errors == [f"error: {os.path.join('.', 'big.py')}: cannot write: File too large"]
+    assert errors == [f"error: {'big.py'}: cannot write: File too large"]
     assert (tmp_path / "big.py").read_bytes() == big
     assert os.stat(tmp_path / "big.py").st_mode & 0o7777 == 0o640
     assert (tmp_path / "small.py").read_bytes() == BUGGY_FIXED

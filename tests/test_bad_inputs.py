@@ -196,10 +196,10 @@ def test_bad_input_found_by_walking(tmp_path, bad):
     result = cli("check", ".", cwd=tmp_path)
     assert result.returncode == 2, result.stderr.decode()
     errors = _errors(result.stderr)
-    assert sorted(errors) == sorted(os.path.join(".", p) for p in reported)
+    assert sorted(errors) == sorted(os.path.join(p) for p in reported)
     out = result.stdout.decode().splitlines()
     assert [line.split(": GG001")[0] for line in out if ": GG001 " in line] == [
-        os.path.join(".", "good.py") + ":2:39", os.path.join(".", "sub", "also_good.py") + ":2:39"]
+        os.path.join("good.py") + ":2:39", os.path.join("sub", "also_good.py") + ":2:39"]
     n = len(reported)
     assert out[-1] == (f"Found 2 findings (2 fixable with `gradgate fix`). {n} file"
                        f"{'s' if n != 1 else ''} could not be checked.")
@@ -212,7 +212,7 @@ def test_bad_input_fix_writes_only_good_files(tmp_path, bad):
     before = _snapshot(tmp_path)
     result = cli("fix", ".", cwd=tmp_path)
     assert result.returncode == 2, result.stderr.decode()
-    assert sorted(_errors(result.stderr)) == sorted(os.path.join(".", p) for p in reported)
+    assert sorted(_errors(result.stderr)) == sorted(os.path.join(p) for p in reported)
     assert "Fixed 2 findings in 2 files; 0 left." in result.stderr.decode()
     after = _snapshot(tmp_path)
     assert after["good.py"][1] == BUGGY_FIXED
@@ -228,7 +228,7 @@ def test_all_bad_inputs_at_once(tmp_path):
     result = run_cli("check", "--format", "json", ".", "missing.py", "missing_dir/", cwd=tmp_path)
     assert result.returncode == 2
     errors = _errors(result.stderr)
-    assert sorted(errors) == sorted([os.path.join(".", p) for p in reported] + ["missing.py", "missing_dir/"])
+    assert sorted(errors) == sorted([os.path.join(p) for p in reported] + ["missing.py", "missing_dir/"])
     assert errors["missing.py"] == "no such file or directory"
     assert [(p.removeprefix("./"), l, c) for p, l, c in _good_paths(json.loads(result.stdout))] == GOOD_FINDINGS
 
@@ -245,7 +245,7 @@ def test_syntax_error_in_a_file_that_never_mentions_grad_mode(tmp_path):
     assert [(p.removeprefix("./"), l, c) for p, l, c in _good_paths(json.loads(fast.stdout))] == GOOD_FINDINGS
     full = run_cli("check", "--no-prefilter", "--format", "json", ".", cwd=tmp_path)
     assert full.returncode == 2
-    assert _errors(full.stderr) == {os.path.join(".", "syntax_plain.py"): "syntax error at 1:7: invalid syntax"}
+    assert _errors(full.stderr) == {os.path.join("syntax_plain.py"): "syntax error at 1:7: invalid syntax"}
 
 
 def test_a_file_libcst_cannot_parse_whole_is_checked_and_fixed_by_its_statements(tmp_path):
@@ -331,7 +331,7 @@ def test_special_file_named_py_does_not_hang(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("`gradgate check .` hangs on a FIFO named pipe.py (it opens and reads it)")
     assert result.returncode == 2
-    assert sorted(_errors(result.stderr)) == [os.path.join(".", "pipe.py")]
+    assert sorted(_errors(result.stderr)) == [os.path.join("pipe.py")]
     assert len(json.loads(result.stdout)) == 2
 
 
@@ -342,7 +342,7 @@ def test_unreadable_file(tmp_path):
     (tmp_path / "secret.py").chmod(0)
     result = cli("check", ".", cwd=tmp_path)
     assert result.returncode == 2
-    assert re.search(r"permission denied", _errors(result.stderr)[os.path.join(".", "secret.py")], re.I)
+    assert re.search(r"permission denied", _errors(result.stderr)[os.path.join("secret.py")], re.I)
 
 
 # -- odd but valid inputs -----------------------------------------------------------
@@ -460,7 +460,7 @@ def test_very_long_and_chain_never_crashes(tmp_path, command):
     errors = _errors(result.stderr)
     findings = json.loads(result.stdout)
     if errors:
-        assert result.returncode == 2 and list(errors) == [os.path.join(".", "long.py")]
+        assert result.returncode == 2 and list(errors) == [os.path.join("long.py")]
     else:
         long = [(f["line"], f["column"]) for f in findings if f["path"].endswith("long.py")]
         assert long == ([(1, len(LONG_CHAIN) - len("is_grad_enabled\n") + 1)] if command == "check" else [])

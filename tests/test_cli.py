@@ -41,7 +41,7 @@ def test_exit_1_with_findings_text(tree):
 def test_default_path_is_cwd(tree):
     result = run_cli("check", "--format", "json", cwd=tree / "pkg")
     assert result.returncode == 1
-    assert [f["path"] for f in json.loads(result.stdout)] == [f".{os.sep}buggy.py"]
+    assert [f["path"] for f in json.loads(result.stdout)] == ["buggy.py"]
 
 
 def test_json_output(tree):
@@ -58,8 +58,16 @@ def test_json_output(tree):
             "message": "forward communication flag `ub_overlap_ag` is gated on grad mode "
             "(`is_grad_enabled`): under torch.no_grad() the requested path is silently dropped",
             "fixable": True,
+            "applicability": "safe",
             # the fix as the smallest text edit: `is_grad_enabled and ` goes
             "fix": {"line": 2, "column": 39, "end_line": 2, "end_column": 59, "content": ""},
+            # how grad mode got there: its capture, then the decision
+            "flow": [
+                {"path": f"pkg{os.sep}buggy.py", "line": 1, "column": 22,
+                 "message": "parameter `is_grad_enabled` taken as grad mode (no caller in the module supplies it)"},
+                {"path": f"pkg{os.sep}buggy.py", "line": 2, "column": 39,
+                 "message": "grad mode decides `ub_overlap_ag` here"},
+            ],
         }
     ]
 
@@ -69,7 +77,11 @@ def test_show_source(tree):
     lines = result.stdout.decode().splitlines()
     assert lines[1] == "        ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x"
     assert lines[2] == "    " + " " * 38 + "^" * 15
-    assert lines[3] == "    help: remove the grad-mode operand (`gradgate fix`)"
+    assert lines[3:6] == [
+        "    note: pkg/buggy.py:1:22: parameter `is_grad_enabled` taken as grad mode (no caller in the module supplies it)",
+        "    note: pkg/buggy.py:2:39: grad mode decides `ub_overlap_ag` here",
+        "    help: remove the grad-mode operand (`gradgate fix`)",
+    ]
 
 
 def test_unparsable_file_exit_2_and_others_still_reported(tree):
@@ -124,7 +136,7 @@ def test_fix_exit_1_when_findings_are_left(tree):
 
 def test_fix_diff_prints_and_writes_nothing(tree):
     result = run_cli("fix", "--diff", "pkg", cwd=tree)
-    assert result.returncode == 0
+    assert result.returncode == 1  # a change is pending (as ruff's --diff)
     assert (tree / "pkg" / "buggy.py").read_bytes() == BUGGY
     assert result.stdout.decode() == (
         f"--- a/pkg{os.sep}buggy.py\n+++ b/pkg{os.sep}buggy.py\n@@ -1,3 +1,3 @@\n"

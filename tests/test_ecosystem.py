@@ -34,10 +34,9 @@ def _json(result):
 
 # -- SARIF ----------------------------------------------------------------------------
 def test_sarif_validates_against_the_oasis_schema(project):
-    jsonschema = pytest.importorskip("jsonschema")
-    schema_path = ROOT.parent / "shared" / "data" / "sarif-schema-2.1.0.json"
-    if not schema_path.exists():
-        pytest.skip(f"SARIF schema not found at {schema_path}")
+    import jsonschema  # the test extra: never skipped
+
+    schema_path = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
     (project / "src" / "broken.py").write_text("def f(:\n    is_grad_enabled\n")
     result = run_cli("check", "--format", "sarif", "src", cwd=project)
     assert result.returncode == 2
@@ -59,7 +58,62 @@ def test_sarif_validates_against_the_oasis_schema(project):
         "insertedContent": {"text": ""},
     }
     assert run["invocations"][0]["executionSuccessful"] is False
-    assert "broken.py" in run["invocations"][0]["toolExecutionNotifications"][0]["message"]["text"]
+    assert run["columnKind"] == "unicodeCodePoints"
+    assert run["invocations"][0]["toolExecutionNotifications"] == [
+        {
+            "level": "error",
+            "descriptor": {"id": "syntax-error"},
+            "message": {"text": "src/broken.py: syntax error at 1:7: invalid syntax"},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": "src/broken.py", "uriBaseId": "%SRCROOT%"},
+                "region": {"startLine": 1, "startColumn": 7}}}],
+        }
+    ]
+    assert "baselineState" not in run["results"][0] and "suppressions" not in run["results"][0]
+
+
+def test_sarif_with_a_baseline_carries_baseline_state_and_suppressions(project):
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
+    (project / "other.py").write_text(BUGGY.replace("ub_overlap_rs and", "ub_overlap_rs and x and"))
+    assert run_cli("check", "--write-baseline", "base.json", "src", cwd=project).returncode == 0
+    result = run_cli("check", "--format", "sarif", "--baseline", "base.json", "src", "other.py", cwd=project)
+    assert result.returncode == 1  # other.py's findings are new
+    sarif = json.loads(result.stdout)
+    jsonschema.validate(sarif, schema)
+    states = [
+        (r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+         r["locations"][0]["physicalLocation"]["region"]["startLine"], r["baselineState"],
+         [s["kind"] for s in r.get("suppressions", [])])
+        for r in sarif["runs"][0]["results"]
+    ]
+    assert states == [
+        ("other.py", 4, "new", []), ("other.py", 5, "new", []),
+        ("src/model.py", 4, "unchanged", ["external"]), ("src/model.py", 5, "unchanged", ["external"]),
+    ]
+
+
+def test_sarif_reports_findings_silenced_in_the_source_as_suppressed(project, tmp_path):
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
+    silenced = (
+        "def forward(ub_overlap_ag, is_grad_enabled, x):\n"
+        "    ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x  # noqa: GG001\n"
+        "    return ub_overlap_ag\n"
+    )
+    (project / "src" / "quiet.py").write_text(silenced)
+    cache = tmp_path / "cache"
+    runs = [run_cli("check", "--format", "sarif", "--cache-dir", str(cache), "src/quiet.py", cwd=project)
+            for _ in range(2)]  # cold, then warm: the cache keeps what was silenced
+    for result in runs:
+        assert result.returncode == 0  # a silenced finding fails nothing
+        sarif = json.loads(result.stdout)
+        jsonschema.validate(sarif, schema)
+        assert [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"], r["suppressions"])
+                for r in sarif["runs"][0]["results"]] == [("GG001", 2, [{"kind": "inSource", "status": "accepted"}])]
+    assert run_cli("check", "--format", "json", "src/quiet.py", cwd=project).stdout.strip() == b"[]"
 
 
 def test_github_annotations(project):
@@ -82,10 +136,10 @@ def test_pyproject_is_found_upward_and_applied(project):
     (project / "vendored" / "x.py").write_text(BUGGY)
     (project / "src" / "legacy_model.py").write_text(BUGGY)
     result = run_cli("check", "--format", "json", ".", cwd=project)
-    assert _json(result) == [("./src/model.py", 4, "GG001"), ("./src/model.py", 5, "GG001")]
+    assert _json(result) == [("src/model.py", 4, "GG001"), ("src/model.py", 5, "GG001")]
     # run from a sub-folder: the same pyproject applies
     result = run_cli("check", "--format", "json", ".", cwd=project / "src")
-    assert _json(result) == [("./model.py", 4, "GG001"), ("./model.py", 5, "GG001")]
+    assert _json(result) == [("model.py", 4, "GG001"), ("model.py", 5, "GG001")]
 
 
 def test_pyproject_extra_patterns_and_sources(project):

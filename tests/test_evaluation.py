@@ -8,9 +8,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 
+@pytest.mark.network  # eval/evaluate.py downloads the five packages from PyPI
 def test_precision_and_recall_are_one_on_all_packages(tmp_path):
     out = tmp_path / "eval.json"
     command = [sys.executable, str(ROOT / "eval" / "evaluate.py"), "--json", str(out)]

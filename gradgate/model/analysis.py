@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from ..config import Config
 from .bdd import BudgetExceeded, Manager
 from .index import FunctionInfo, ModuleIndex
-from .interpret import CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
+from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
 from .values import Step, Value
 
 MAX_ROUNDS = 6
@@ -43,12 +43,12 @@ class ModuleAnalysis:
     def __init__(self, tree: ast.Module, config: Config, text: str | None = None) -> None:
         self.tree = tree
         self.config = config
-        self.index = ModuleIndex(tree, config)
+        self._lines = _LineIndex(text) if text is not None else None
+        self.index = ModuleIndex(tree, config, (lambda w: self._lines.lines_with({w})) if self._lines else None)
         self.bdd = Manager()
         self.context = Context(self.index, self.bdd)
         self.results: dict[str | None, FunctionResult] = {}
         self._replays: dict[tuple[str | None, frozenset[tuple[ast.AST, int]]], FunctionResult] = {}
-        self._lines = _LineIndex(text) if text is not None else None
         self.failed: list[str] = []
         self._run()
 
@@ -74,17 +74,59 @@ class ModuleAnalysis:
         grad_functions = {*config.grad_functions, *config.inference_functions}
         words |= {name for name, target in self.index.aliases.items() if target in grad_functions}
         previous: tuple[object, ...] | None = None
+        before = self._context_state()
+        stale: set[str] | None = None  # None: every relevant function (the first round)
         for _ in range(MAX_ROUNDS):
             functions = self._relevant(words)
             results: dict[str | None, FunctionResult] = {None: self._interpret(None)}
             for info in functions:
-                results[info.qualname] = self._interpret(info)
+                old = self.results.get(info.qualname)
+                keep = stale is not None and old is not None and info.qualname not in stale
+                results[info.qualname] = old if keep else self._interpret(info)  # type: ignore[assignment]
             self.results = results
             summary = self._summarise(results.values())
             if summary == previous:
                 break
             previous = summary
-            words = words | {q.rsplit(".", 1)[-1] for q in self.context.returns} | set(self.context.attributes)
+            words = words | {q.rsplit(".", 1)[-1] for q in self.context.returns} | set(self.context.attributes) | {
+            attr for (_, attr), v in self.context.class_attributes.items() if v is not PLAIN}
+            after = self._context_state()
+            stale = self._affected(before, after)
+            before = after
+
+    def _context_state(self) -> dict[str, dict[object, object]]:
+        c = self.context
+        return {
+            "seeds": {q: tuple(sorted((n, _shape(v)) for n, v in p.items())) for q, p in c.seeds.items()},
+            "supplied": {q: tuple(sorted(v)) for q, v in c.supplied.items()},
+            "returns": {q: v.bdd for q, v in c.returns.items()},
+            "attributes": {a: v.bdd for a, v in c.attributes.items()},
+            "plain": {a: True for a in c.plain_attributes},
+            "class_attributes": {k: v.bdd for k, v in c.class_attributes.items()},
+        }
+
+    def _affected(self, before: dict[str, dict[object, object]], after: dict[str, dict[object, object]]) -> set[str] | None:
+        """The functions whose interpretation a change of the summaries can change: those
+        whose parameters' supply changed, and those whose lines name a changed return or
+        attribute. None (all of them) where the text is not known."""
+        changed: dict[str, set[object]] = {
+            kind: {k for k in {*before[kind], *after[kind]} if before[kind].get(k) != after[kind].get(k)}
+            for kind in before
+        }
+        stale: set[str] = {str(q) for q in changed["seeds"] | changed["supplied"]}
+        words = {str(q).rsplit(".", 1)[-1] for q in changed["returns"]}
+        words |= {str(a) for a in changed["attributes"] | changed["plain"]}
+        words |= {str(k[1]) for k in changed["class_attributes"]}  # type: ignore[index]
+        if not words:
+            return stale
+        if self._lines is None:
+            return None
+        lines = self._lines.lines_with(words)
+        for info in self.index.functions.values():
+            at = bisect.bisect_left(lines, info.node.lineno)
+            if at < len(lines) and lines[at] <= (info.node.end_lineno or info.node.lineno):
+                stale.add(info.qualname)
+        return stale
 
     def _interpret(self, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None) -> FunctionResult:
         try:
@@ -115,12 +157,16 @@ class ModuleAnalysis:
             if value is not None:
                 returns[qualname] = Value(value.bdd, trail=value.trail)
         stores: dict[str, list[Value]] = {}
+        class_stores: dict[tuple[str, str], list[Value]] = {}
         for qualname, result in self.results.items():
             initialiser = qualname is not None and qualname.endswith("__init__")
-            for attr, value in result.attribute_stores:
+            for attr, value, klass in result.attribute_stores:
                 if initialiser and value.bdd in (0, 1) and isinstance(value.ident, tuple) and value.ident[0] == "const":
                     continue  # a default set in __init__, replaced before use
-                stores.setdefault(attr, []).append(value)
+                if klass is not None:
+                    class_stores.setdefault((klass, attr), []).append(value)
+                else:
+                    stores.setdefault(attr, []).append(value)
         attributes: dict[str, Value] = {}
         plain: set[str] = set()
         for attr, values in stores.items():
@@ -129,14 +175,20 @@ class ModuleAnalysis:
                 attributes[attr] = Value(value.bdd, trail=value.trail)
             else:
                 plain.add(attr)
+        class_attributes: dict[tuple[str, str], Value] = {}
+        for key, values in class_stores.items():
+            value = pure_grad_values(values, self.bdd)
+            class_attributes[key] = Value(value.bdd, trail=value.trail) if value is not None else PLAIN
         self.context.seeds, self.context.supplied = seeds, supplied
         self.context.returns, self.context.attributes, self.context.plain_attributes = returns, attributes, plain
+        self.context.class_attributes = class_attributes
         return (
             tuple(sorted((q, tuple(sorted((n, _shape(v)) for n, v in p.items()))) for q, p in seeds.items())),
             tuple(sorted((q, tuple(sorted(s))) for q, s in supplied.items())),
             tuple(sorted((q, v.bdd) for q, v in returns.items())),
             tuple(sorted((a, v.bdd) for a, v in attributes.items())),
             tuple(sorted(plain)),
+            tuple(sorted((k, v.bdd) for k, v in class_attributes.items())),
         )
 
     def _parameter_values(self, info: FunctionInfo, sites: list[CallSite]) -> tuple[dict[str, Value], set[str]]:
@@ -195,6 +247,18 @@ class ModuleAnalysis:
                     items.append(Value(self.bdd.atom(("param-item", info.qualname, name, position))))
             if agreed:
                 return Value(self.bdd.atom(("param", info.qualname, name)), items=tuple(items))
+        if all(v.fields is not None for v in values):  # a dataclass / NamedTuple / dict passed on
+            common = [k for k, _ in values[0].fields or () if all(v.field(k) is not None for v in values)]
+            fields = []
+            for key in common:
+                item = pure_grad_values([v.field(key) for v in values], self.bdd)  # type: ignore[misc]
+                if item is not None:
+                    site = supplies[0][1]
+                    step = Step(site.node.lineno, site.node.col_offset,
+                                f"field `{key}` passed in `{name}` to `{info.qualname}`")
+                    fields.append((key, Value(item.bdd, trail=(*item.trail, step))))
+            if fields:
+                return Value(self.bdd.atom(("param", info.qualname, name)), fields=tuple(fields))
         return None
 
     # -- decisions ------------------------------------------------------------------------
@@ -226,28 +290,26 @@ class ModuleAnalysis:
         if result is None:
             return []
         bdd = self.bdd
-        reads: list[tuple[ast.AST, ast.AST, int]] = []
-        for origin in sorted(decision.origins, key=_position):
-            found = result.origins.get(origin)
-            if found is not None:
-                statement, polarity, _trail = found
-                reads.append((origin, *widen_to_pure_grad(origin, statement, polarity)))
-        # each read is judged with the others at their grad-on value, so that a gate
-        # behind another gate is seen (and fixed) at once
-        gating: list[tuple[ast.AST, ast.AST, int]] = []
-        for origin, target, value in reads:
-            others = {t: v for o, t, v in reads if o is not origin}
-            on = _find(self.replay(function, {**others, target: value}), decision)
-            off = _find(self.replay(function, {**others, target: 1 - value}), decision)
-            if on is None or off is None or on.bdd == off.bdd:
+        # each read is a variable of its own: set to its grad-on value (1) or off (0),
+        # with the other reads at grad-on, a restriction of the decision shows what it does
+        reads = sorted(((o, result.read_vars[o]) for o in decision.origins if o in result.read_vars and o in result.origins),
+                       key=lambda r: _position(r[0]))
+        present = bdd.support(decision.bdd)
+        reads = [(o, v) for o, v in reads if v in present]
+        all_on = {v: True for _, v in reads}
+        on = bdd.real(bdd.restrict_all(decision.bdd, all_on))
+        gating: list[tuple[ast.AST, int, int]] = []
+        for origin, var in reads:
+            off = bdd.real(bdd.restrict_all(decision.bdd, {**all_on, var: False}))
+            if on == off:
                 continue
-            if decision.depends_any_way or bdd.conj(off.bdd, bdd.negate(on.bdd)) == 0:
-                gating.append((origin, target, value))
+            if decision.depends_any_way or bdd.conj(off, bdd.negate(on)) == 0:
+                gating.append((origin, var, 1))
         if not gating:
             return []
-        fixed = _find(self.replay(function, {t: v for _, t, v in gating}), decision)
-        proven = fixed is not None and bdd.grad_on(fixed.bdd) == bdd.grad_on(decision.bdd) and (
-            not bdd.depends_on_grad(fixed.bdd) if decision.depends_any_way else not bdd.forced_off_by_no_grad(fixed.bdd)
+        fixed = bdd.real(bdd.restrict_all(decision.bdd, {v: True for _, v, _ in gating}))
+        proven = bdd.grad_on(fixed) == bdd.grad_on(decision.bdd) and (
+            not bdd.depends_on_grad(fixed) if decision.depends_any_way else not bdd.forced_off_by_no_grad(fixed)
         )
         entries = []
         for origin, _target, _value in gating:

@@ -33,6 +33,9 @@ class Manager:
         self._not: dict[int, int] = {}
         self._restrict: dict[tuple[int, int, bool], int] = {}
         self._support: dict[int, frozenset[int]] = {}
+        self._real: dict[int, int] = {}
+        #: variables that stand for one grad-mode read each (each is grad mode itself)
+        self.read_vars: set[int] = set()
         self.budget = budget
 
     # -- building ------------------------------------------------------------------
@@ -46,6 +49,30 @@ class Manager:
     @property
     def grad(self) -> int:
         return self._mk(GRAD, FALSE, TRUE)
+
+    def read(self, key: Hashable) -> int:
+        """A variable for one grad-mode read: grad mode itself, kept apart so that what
+        the read does to a decision is a restriction away (:meth:`real` joins them)."""
+        node = self.atom(key)
+        self.read_vars.add(self.var(node))
+        return node
+
+    def real(self, a: int) -> int:
+        """``a`` with every read variable replaced by grad mode."""
+        if a <= TRUE:
+            return a
+        done = self._real.get(a)
+        if done is None:
+            done = a
+            for var in sorted(self.support(a) & self.read_vars):
+                done = self.compose(done, var, self.grad)
+            self._real[a] = done
+        return done
+
+    def restrict_all(self, a: int, values: dict[int, bool]) -> int:
+        for var, value in values.items():
+            a = self.restrict(a, var, value)
+        return a
 
     def _mk(self, var: int, low: int, high: int) -> int:
         if low == high:
@@ -140,10 +167,10 @@ class Manager:
 
     # -- the questions decisions ask --------------------------------------------------
     def grad_on(self, a: int) -> int:
-        return self.restrict(a, GRAD, True)
+        return self.restrict(self.real(a), GRAD, True)
 
     def grad_off(self, a: int) -> int:
-        return self.restrict(a, GRAD, False)
+        return self.restrict(self.real(a), GRAD, False)
 
     def forced_off_by_no_grad(self, a: int) -> bool:
         """Some assignment has ``a`` on with grad mode on and off with it off, and none
@@ -160,5 +187,12 @@ class Manager:
         return self.grad_on(a) != self.grad_off(a)
 
     def is_pure_grad(self, a: int) -> bool:
-        """Is ``a`` grad mode itself or its negation (a function of ``G`` alone)?"""
-        return a > TRUE and self.var(a) == GRAD and self._nodes[a][1] <= TRUE and self._nodes[a][2] <= TRUE
+        """Is ``a`` grad mode itself or its negation (a function of one read alone)?"""
+        if a <= TRUE:
+            return False
+        var, low, high = self._nodes[a]
+        return (var == GRAD or var in self.read_vars) and low <= TRUE and high <= TRUE
+
+    def polarity(self, a: int) -> int:
+        """1 if the pure grad-mode value ``a`` is grad mode, 0 if its negation."""
+        return 1 if self._nodes[a][2] == TRUE else 0

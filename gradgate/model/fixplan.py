@@ -52,10 +52,11 @@ def split_lines(text: str) -> list[str]:
 class SourceLines:
     """The file's lines, for positions in characters and for comments."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, tree: ast.Module | None = None) -> None:
         self.lines = split_lines(text)
         self._encoded: dict[int, bytes] = {}
-        self._comments: set[tuple[int, int]] | None = None
+        self._comment_cache: dict[tuple[int, int], set[tuple[int, int]]] = {}
+        self._tops = list(tree.body) if tree is not None else []
         self._text = text
 
     def column(self, line: int, byte_column: int) -> int:
@@ -73,25 +74,42 @@ class SourceLines:
         return (line, self.column(line, node.col_offset),  # type: ignore[attr-defined]
                 end_line, self.column(end_line, node.end_col_offset or 0))  # type: ignore[attr-defined]
 
-    @property
-    def comments(self) -> set[tuple[int, int]]:
-        """(line, column) of every comment token."""
-        if self._comments is None:
+    def comment_between(self, start: tuple[int, int], end: tuple[int, int]) -> bool:
+        """Is there a comment token from ``start`` (inclusive) to ``end`` (exclusive)?
+        Only the lines of the top-level statements the range touches are tokenized."""
+        import bisect
+
+        tops = self._tops
+        first = max(0, bisect.bisect_right([s.lineno for s in tops], start[0]) - 1) if tops else 0
+        low = (tops[first - 1].end_lineno or 0) + 1 if first > 0 and tops else 1
+        last = first
+        while last + 1 < len(tops) and tops[last + 1].lineno <= end[0]:
+            last += 1
+        high = max(end[0], (tops[last].end_lineno or 0) if tops else len(self.lines))
+        if start[0] < low:
+            low = 1
+        comments = self._comments_in(low, min(high, len(self.lines)))
+        return any(start <= c < end for c in comments)
+
+    def _comments_in(self, low: int, high: int) -> set[tuple[int, int]]:
+        key = (low, high)
+        found = self._comment_cache.get(key)
+        if found is None:
             import io
             import tokenize
 
-            found: set[tuple[int, int]] = set()
+            found = set()
+            chunk = "".join(self.lines[low - 1:high])
             try:
-                for token in tokenize.generate_tokens(io.StringIO(self._text).readline):
+                # newline=None: a lone CR ends a line, as CPython's tokenizer has it
+                for token in tokenize.generate_tokens(io.StringIO(chunk, newline=None).readline):
                     if token.type == tokenize.COMMENT:
-                        found.add(token.start)
+                        found.add((token.start[0] + low - 1, token.start[1]))
             except (tokenize.TokenError, SyntaxError, IndentationError):
-                found.add((0, 0))
-            self._comments = found
-        return self._comments
-
-    def comment_between(self, start: tuple[int, int], end: tuple[int, int]) -> bool:
-        return any(start <= c < end for c in self.comments)
+                found.add((low, 0))  # cannot tell: assume a comment (no fix is the safe side)
+                found.add((high, 0))
+            self._comment_cache[key] = found
+        return found
 
     def text(self, span: Span) -> str:
         line, column, end_line, end_column = span
@@ -101,11 +119,12 @@ class SourceLines:
         return "".join(parts)
 
 
-def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]],
-         source: SourceLines) -> FixPlan | None:
+def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: "BlockIndex",
+         source: SourceLines, fixed_too: frozenset[ast.AST] = frozenset()) -> FixPlan | None:
     """The plan that sets ``target`` (a grad-mode expression) to ``value`` inside
-    ``statement``, or None (report only). ``block_of`` maps a statement to the node
-    and list holding it."""
+    ``statement``, or None (report only). ``block_of`` finds the node and list holding
+    a statement; ``fixed_too`` are the other reads the same fix run sets (a chain of
+    nothing but them has nothing left to keep: report only)."""
     span = source.span(statement)
     if span[2] - span[0] > MAX_STATEMENT_LINES or len(source.text(span)) > MAX_STATEMENT_CHARS:
         return None  # LibCST on it would cost far more than the check: report only
@@ -115,18 +134,24 @@ def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: dict[ast.st
         return None
     if isinstance(parent, ast.BoolOp):
         neutral = 1 if isinstance(parent.op, ast.And) else 0
-        if value != neutral:
-            return None
+        if value != neutral:  # the whole chain takes the value: simplify around it
+            if _comment_inside(parent, source):
+                return None
+            return plan(parent, value, statement, block_of, source, fixed_too)
+        if all(v is target or v in fixed_too for v in parent.values):
+            return None  # every operand is a grad-mode read: nothing to keep
+        if any(v is not target and v in fixed_too for v in parent.values) and _comment_inside(parent, source):
+            return None  # reads removed one after another could each need the commented side
         return _remove_operand(parent, target, statement, block_of, source)
     if isinstance(parent, ast.IfExp) and parent.test is target:
         kept = parent.body if value else parent.orelse
-        return _replace(parent, kept, statement, source)
+        return _replace(parent, kept, statement, block_of, source)
     if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and not parent.keywords:
         name = parent.func.id
         if name in ("min", "max") and len(parent.args) >= 2 and value == (1 if name == "min" else 0):
             if len(parent.args) == 2:
                 other = parent.args[1] if parent.args[0] is target else parent.args[0]
-                return _replace(parent, other, statement, source)
+                return _replace(parent, other, statement, block_of, source)
             return FixPlan(statement, "remove-argument", source.span(parent), source.span(target))
     if isinstance(parent, (ast.List, ast.Tuple)):
         call = parents_of(statement, parent).get(parent)
@@ -147,10 +172,13 @@ def _comment_inside(node: ast.AST, source: SourceLines) -> bool:
     return source.comment_between((line, column), (end_line, end_column))
 
 
-def _replace(node: ast.AST, kept: ast.AST, statement: ast.stmt, source: SourceLines) -> FixPlan | None:
+def _replace(node: ast.AST, kept: ast.AST, statement: ast.stmt,
+             block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines) -> FixPlan | None:
     outer, inner = source.span(node), source.span(kept)
     if source.comment_between(outer[:2], inner[:2]) or source.comment_between(inner[2:], outer[2:]):
         return None
+    if _is_self_assignment(statement, node, kept):
+        return _statement_removal(statement, block_of, source)
     return FixPlan(statement, "replace-by-child", outer, inner)
 
 
@@ -257,14 +285,80 @@ def _statement_removal(statement: ast.stmt, block_of: dict[ast.stmt, tuple[ast.A
     return FixPlan(statement, "remove-statement", span)
 
 
-def blocks(tree: ast.AST) -> dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]]:
-    """Every statement's holder and the list (block) it sits in."""
-    out: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]] = {}
-    for node in ast.walk(tree):
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(node, name, None)
-            if isinstance(block, list):
-                for statement in block:
-                    if isinstance(statement, ast.stmt):
-                        out[statement] = (node, block)
+class BlockIndex:
+    """Which node and list (block) hold a statement, found on demand by descending from
+    the module along the statement's lines: the cost is the path's, not the file's."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self._tree = tree
+        self._found: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]] = {}
+
+    def get(self, statement: ast.stmt, default: tuple[ast.AST | None, list[ast.stmt]] = (None, [])):
+        found = self._found.get(statement)
+        if found is None:
+            found = self._descend(statement)
+            if found is None:
+                return default
+            self._found[statement] = found
+        return found
+
+    def _descend(self, statement: ast.stmt) -> tuple[ast.AST, list[ast.stmt]] | None:
+        import bisect
+
+        line = statement.lineno
+        node: ast.AST = self._tree
+        for _ in range(1000):
+            chosen = None
+            for block in _blocks_of(node):
+                at = bisect.bisect_right([s.lineno for s in block], line) - 1
+                for candidate in block[max(at, 0):at + 2] if at >= 0 else ():
+                    if candidate is statement:
+                        return node, block
+                    if candidate.lineno <= line <= (candidate.end_lineno or candidate.lineno):
+                        chosen = candidate
+                if chosen is not None:
+                    break
+            if chosen is None:
+                return None
+            node = chosen
+        return None
+
+    def holder(self, statement: ast.stmt) -> ast.stmt | None:
+        """The statement whose block holds ``statement`` (None at the top level)."""
+        holder, _ = self.get(statement)
+        while holder is not None and not isinstance(holder, ast.stmt) and not isinstance(holder, ast.Module):
+            holder = None  # an except handler or a match case: widen through its statement
+        return holder if isinstance(holder, ast.stmt) else None
+
+
+def _blocks_of(node: ast.AST) -> list[list[ast.stmt]]:
+    out: list[list[ast.stmt]] = []
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(node, name, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            out.append(block)
+    for name in ("handlers", "cases"):
+        for child in getattr(node, name, None) or ():
+            if child.body:
+                out.append(child.body)
     return out
+
+
+class _ParentMap:
+    """``BlockIndex`` as the statement -> enclosing statement mapping snippets widen by."""
+
+    def __init__(self, index: BlockIndex) -> None:
+        self._index = index
+
+    def __contains__(self, statement: object) -> bool:
+        return isinstance(statement, ast.stmt) and self._index.holder(statement) is not None
+
+    def __getitem__(self, statement: ast.stmt) -> ast.stmt:
+        holder = self._index.holder(statement)
+        if holder is None:
+            raise KeyError(statement)
+        return holder
+
+
+def parent_map(index: BlockIndex) -> _ParentMap:
+    return _ParentMap(index)

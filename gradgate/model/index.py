@@ -8,7 +8,7 @@ the scope that holds the ``def`` (see :mod:`gradgate.model.interpret`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..config import NON_COMM_API_NAMES, Config
@@ -128,18 +128,24 @@ def own_calls(node: ast.AST) -> Iterator[ast.Call]:
 
 
 class ModuleIndex:
-    def __init__(self, tree: ast.Module, config: Config) -> None:
+    def __init__(self, tree: ast.Module, config: Config, lines: "Callable[[str], list[int]] | None" = None) -> None:
+        """``lines(word)``, the lines where a word occurs, lets the index skip the
+        functions that cannot hold what a question looks for; without it, none is skipped."""
         self.tree = tree
         self.config = config
         self.aliases = import_aliases(tree.body)
+        self._aliases: dict[str, dict[str, str]] = {}
         self.functions: dict[str, FunctionInfo] = {}
         self.by_node: dict[ast.AST, FunctionInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
         #: names the module binds at its top level (assignments, imports, defs)
         self.module_names = _bound_at_top(tree)
         self._collect(tree.body, prefix="", owner=None)
+        self._calls: dict[str, list[ast.Call]] = {}
+        self._lines = lines
         self._mark_backward()
-        self.communicates = self._communicating_functions()
+        self._communicates: dict[str, bool] = {}
+        self._fed: dict[tuple[str, str], int] | None = None
 
     # -- collecting -------------------------------------------------------------------
     def _collect(self, body: list[ast.stmt], prefix: str, owner: str | None) -> None:
@@ -159,7 +165,7 @@ class ModuleIndex:
                 self.by_node[statement] = info
                 if owner is not None:
                     self.classes[owner].methods.setdefault(statement.name, qualname)
-                self._collect_nested(statement.body, f"{qualname}.<locals>.")
+                self._collect_nested(statement.body, f"{qualname}.<locals>.", owner)
             elif isinstance(statement, ast.ClassDef):
                 name = f"{prefix}{statement.name}"
                 bases = [qualify(d, self.aliases) for d in (dotted(b) for b in statement.bases) if d]
@@ -177,14 +183,40 @@ class ModuleIndex:
         for info_class in self.classes.values():
             info_class.autograd_function = self._is_autograd_function(info_class)
 
-    def _collect_nested(self, body: list[ast.stmt], prefix: str) -> None:
+    def _collect_nested(self, body: list[ast.stmt], prefix: str, owner: str | None = None) -> None:
+        """Functions nested in a function; in a method they see its ``self`` (``owner``)."""
         for statement in own_statements(body):
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 qualname = f"{prefix}{statement.name}"
-                info = FunctionInfo(statement, qualname, None, _parameters(statement.args), False, False)
+                info = FunctionInfo(statement, qualname, owner, _parameters(statement.args), False, False)
                 self.functions.setdefault(qualname, info)
                 self.by_node[statement] = info
-                self._collect_nested(statement.body, f"{qualname}.<locals>.")
+                self._collect_nested(statement.body, f"{qualname}.<locals>.", owner)
+
+    def calls_of(self, qualname: str) -> list[ast.Call]:
+        """The calls a function makes itself, not its nested functions ("" is the module)."""
+        found = self._calls.get(qualname)
+        if found is None:
+            node = self.functions[qualname].node if qualname else self.tree
+            found = self._calls[qualname] = list(own_calls(node))
+        return found
+
+    def _functions_mentioning(self, word: str) -> list[str]:
+        """Qualnames (and "" for the module) whose lines may spell ``word``."""
+        every = ["", *self.functions]
+        if self._lines is None:
+            return every
+        import bisect
+
+        lines = self._lines(word)
+        if not lines:
+            return []
+        out = [""]
+        for qualname, info in self.functions.items():
+            at = bisect.bisect_left(lines, info.node.lineno)
+            if at < len(lines) and lines[at] <= (info.node.end_lineno or info.node.lineno):
+                out.append(qualname)
+        return out
 
     def _is_autograd_function(self, klass: ClassInfo, depth: int = 0) -> bool:
         for base in klass.bases:
@@ -203,19 +235,20 @@ class ModuleIndex:
                     info.backward = True
                 elif info.node.name == "forward":
                     info.autograd_forward = True
+        # a function registered as a backward hook, found from the scope of the
+        # registration (a closure named `_hook` elsewhere is another function)
         hooked: set[str] = set()
-        for node in ast.walk(self.tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in BACKWARD_HOOK_REGISTRARS
-            ):
-                for argument in node.args:
-                    if isinstance(argument, ast.Name):
-                        hooked.add(argument.id)
+        for owner in self._functions_mentioning("register_"):
+            prefix = f"{owner}.<locals>." if owner else ""
+            for call in self.calls_of(owner):
+                if isinstance(call.func, ast.Attribute) and call.func.attr in BACKWARD_HOOK_REGISTRARS:
+                    for argument in call.args:
+                        if isinstance(argument, ast.Name):
+                            local = f"{prefix}{argument.id}"
+                            hooked.add(local if local in self.functions else argument.id)
         non_forward = self.config.non_forward_re
         for info in self.functions.values():
-            if info.node.name in hooked or non_forward.search(info.node.name):
+            if info.qualname in hooked or non_forward.search(info.node.name):
                 info.backward = True
 
     # -- resolving calls ------------------------------------------------------------------
@@ -275,35 +308,71 @@ class ModuleIndex:
         return last is not None and self.config.is_forward_comm_call(last)
 
     def aliases_of(self, info: FunctionInfo) -> dict[str, str]:
-        local = import_aliases(s for s in own_statements(info.node.body) if isinstance(s, (ast.Import, ast.ImportFrom)))
-        return {**self.aliases, **local} if local else self.aliases
+        """The module's import aliases, with the function's own imports over them."""
+        found = self._aliases.get(info.qualname)
+        if found is None:
+            local = import_aliases(s for s in own_statements(info.node.body) if isinstance(s, (ast.Import, ast.ImportFrom)))
+            found = self._aliases[info.qualname] = {**self.aliases, **local} if local else self.aliases
+        return found
 
-    def _communicating_functions(self) -> set[str]:
-        """Functions of the module that communicate in the forward, directly or through
-        other functions of the module."""
-        calls: dict[str, list[str]] = {}
-        found: set[str] = set()
-        for qualname, info in self.functions.items():
-            if info.backward or self.config.backward_call_re.search(info.node.name):
+    @property
+    def fed_training(self) -> dict[tuple[str, str], int]:
+        """(function, parameter) pairs that a call somewhere in the module passes a
+        module's train/eval mode (``x.training``), with the line of one such call: a
+        *selector* by mode."""
+        if self._fed is not None:
+            return self._fed
+        found: dict[tuple[str, str], int] = {}
+        for qualname in self._functions_mentioning("training"):
+            if not qualname:
+                continue
+            info = self.functions[qualname]
+            calls = [c for c in self.calls_of(qualname) if _mentions_training(c)]
+            if not calls:
                 continue
             aliases = self.aliases_of(info)
-            callees = []
-            for call in own_calls(info.node):
+            for call in calls:
+                resolved = self.resolve(call.func, info.owner, aliases)
+                if resolved is None:
+                    continue
+                callee, skip = resolved
+                target = self.functions.get(callee)
+                if target is None:
+                    continue
+                names = target.positional[skip:]
+                pairs = [(k.arg, k.value) for k in call.keywords if k.arg]
+                pairs += [(names[i], a) for i, a in enumerate(call.args) if i < len(names)]
+                for name, value in pairs:
+                    if isinstance(value, ast.Attribute) and value.attr == "training":
+                        found.setdefault((callee, name), call.lineno)
+        self._fed = found
+        return found
+
+    def communicates(self, qualname: str, depth: int = 0) -> bool:
+        """Does a function of the module communicate in the forward, directly or through
+        other functions of the module? Worked out on demand, for the callees met."""
+        known = self._communicates.get(qualname)
+        if known is not None:
+            return known
+        self._communicates[qualname] = False  # a recursive call does not make it communicate
+        info = self.functions.get(qualname)
+        result = False
+        if info is not None and not info.backward and not self.config.backward_call_re.search(info.node.name):
+            aliases = self.aliases_of(info)
+            for call in self.calls_of(qualname):
                 if self.is_comm_callee(call.func, aliases):
-                    found.add(qualname)
+                    result = True
                     break
                 resolved = self.resolve(call.func, info.owner, aliases)
-                if resolved is not None:
-                    callees.append(resolved[0])
-            calls[qualname] = callees
-        changed = True
-        while changed:
-            changed = False
-            for qualname, callees in calls.items():
-                if qualname not in found and any(c in found for c in callees):
-                    found.add(qualname)
-                    changed = True
-        return found
+                if resolved is not None and depth < 32 and self.communicates(resolved[0], depth + 1):
+                    result = True
+                    break
+        self._communicates[qualname] = result
+        return result
+
+
+def _mentions_training(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Attribute) and a.attr == "training" for a in (*call.args, *(k.value for k in call.keywords)))
 
 
 def _parameters(args: ast.arguments) -> list[ast.arg]:

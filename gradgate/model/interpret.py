@@ -25,6 +25,18 @@ _TRAINING_NAME = re.compile(r"^(is_)?train(ing)?(_mode)?$")
 _MODE_KEYWORDS = re.compile(r"^((is_)?train(ing)?(_mode)?|dropout(_p|_prob|_rate)?|p_?dropout|attention_dropout|hidden_dropout|deterministic)$")
 _SELECTION_KEYWORDS = re.compile(r"(^|_)(group|pg|process_group)$")
 _MODE_SWITCHES = {"train": True, "eval": False}
+#: autograd's own mode switches: their argument is grad mode by design
+_AUTOGRAD_SWITCHES = frozenset({
+    "torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled",
+    "torch.inference_mode", "torch.autograd.inference_mode", "torch._C._set_grad_enabled",
+})
+#: torch kernels whose positional parameter at this index is the training mode
+_MODE_POSITIONS = {
+    **{f"{m}.{f}": 2 for m in ("torch.nn.functional", "torch") for f in (
+        "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")},
+    "torch.nn.functional.batch_norm": 5, "torch.nn.functional.instance_norm": 5,
+    "torch.nn.functional.rrelu": 3,
+}
 #: sequences longer than this are not followed item by item
 _MAX_ITEMS = 256
 _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -39,7 +51,9 @@ class Decision:
     ``comm-option`` (a keyword of such a call), ``selection`` (which process group a
     call uses: any dependence on grad mode counts), ``mode`` (a kernel's training or
     dropout mode), ``mode-switch`` (``.train()`` / ``.eval()`` runs),
-    ``function-forward-read`` (grad mode read inside ``autograd.Function.forward``).
+    ``function-forward-read`` (grad mode read inside ``autograd.Function.forward``),
+    ``mode-selector`` (a selector that a call elsewhere feeds ``module.training`` is
+    fed grad mode here, or called with a constant only under a grad-mode condition).
     """
 
     kind: str
@@ -53,7 +67,7 @@ class Decision:
     @property
     def depends_any_way(self) -> bool:
         """Does any dependence on grad mode count (not only ``forced off``)?"""
-        return self.kind in ("selection", "mode-switch")
+        return self.kind in ("selection", "mode-switch", "mode-selector")
 
 
 @dataclass(frozen=True)
@@ -75,16 +89,22 @@ class FunctionResult:
     decisions: list[Decision] = field(default_factory=list)
     returns: list[Value] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
-    #: (attribute name, value stored, receiver is ``self``)
-    attribute_stores: list[tuple[str, Value]] = field(default_factory=list)
+    #: (attribute name, value stored, the class when the receiver is ``self``)
+    attribute_stores: list[tuple[str, Value, str | None]] = field(default_factory=list)
     #: calls that receive grad mode itself as an argument: (call, argument values)
     grad_taking_calls: list[tuple[ast.Call, tuple[Value, ...]]] = field(default_factory=list)
     #: each grad-mode read that became an origin: its statement, its polarity (1 for
     #: grad mode, 0 for its negation) and the steps its value took from the capture
     origins: dict[ast.AST, tuple[ast.stmt, int, tuple[Step, ...]]] = field(default_factory=dict)
+    #: the BDD variable of each read (see :meth:`gradgate.model.bdd.Manager.read`)
+    read_vars: dict[ast.AST, int] = field(default_factory=dict)
     #: flag names read in the forward (not only for ``ctx`` / ``save_for_backward``)
     forward_reads: set[str] = field(default_factory=set)
     backward_reads: set[str] = field(default_factory=set)
+
+
+#: a class attribute some store of which is not grad mode
+PLAIN = Value(FALSE, ident="plain")
 
 
 class Context:
@@ -107,6 +127,24 @@ class Context:
         self.attributes: dict[str, Value] = {}
         #: attribute names assigned something that is not grad mode somewhere
         self.plain_attributes: set[str] = set()
+        #: ``self.x`` stores of each class: (class, attr) -> the grad-mode value, or
+        #: :data:`PLAIN` where some store is something else
+        self.class_attributes: dict[tuple[str, str], Value] = {}
+
+    def class_attribute(self, index: ModuleIndex, klass: str | None, attr: str, depth: int = 0) -> Value | None:
+        """What ``self.attr`` holds in a method of ``klass`` (or a base of it in the
+        module), when some method of the class stores it; else None."""
+        if klass is None or depth > 8:
+            return None
+        found = self.class_attributes.get((klass, attr))
+        if found is not None:
+            return found
+        info = index.classes.get(klass)
+        for base in info.bases if info else ():
+            found = self.class_attribute(index, base, attr, depth + 1)
+            if found is not None:
+                return found
+        return None
 
     def is_flag(self, name: str) -> bool:
         return self.index.config.is_forward_comm_flag(name)
@@ -142,7 +180,13 @@ class Interpreter:
             for arg in self.info.params:
                 env.values[arg.arg] = self._parameter(arg, seeds, supplied)
         self._block(body, env)
+        fast_paths = [(n.lineno, n.col_offset, o) for b, o, n in self._comm.values() if self.bdd.forced_off_by_grad(b)]
         for callee, (bdd, origins, node) in self._comm.items():
+            if any(p[:2] < (node.lineno, node.col_offset) and p[2] & origins for p in fast_paths):
+                # the default path after a no-grad fast path chosen by the same reads
+                # (`if not (grad and ...): return fast_collective(x)` then `collective(x)`):
+                # the opposite polarity, correct
+                continue
             self._record("comm", callee, Value(bdd, origins), node, key=("comm", callee))
         return self.result
 
@@ -168,10 +212,14 @@ class Interpreter:
     def _read(self, value: Value, node: ast.AST) -> Value:
         """A read of a pure grad-mode value becomes an origin: where a fix would act."""
         if self.bdd.is_pure_grad(value.bdd) and value.items is None and value.fields is None:
+            polarity = self.bdd.polarity(value.bdd)
             if self.statement is not None:
-                polarity = 1 if value.bdd == self.bdd.grad else 0
                 self.result.origins[node] = (self.statement, polarity, value.trail)
-            return replace(value, origins=frozenset({node}))
+            if node in self.overrides:
+                return replace(value, origins=frozenset({node}))
+            var = self.bdd.read(("read", id(node)))
+            self.result.read_vars[node] = self.bdd.var(var)
+            return replace(value, bdd=var if polarity else self.bdd.negate(var), origins=frozenset({node}))
         return value
 
     # -- statements ---------------------------------------------------------------------------
@@ -210,7 +258,11 @@ class Interpreter:
             return self._loop(s, env)
         elif isinstance(s, ast.Return):
             if s.value is not None:
-                self.result.returns.append(self._control(self.eval(s.value, env)))
+                value = self._control(self.eval(s.value, env))
+                self.result.returns.append(value)
+                name = self.info.node.name if self.info is not None else ""
+                if name and self.c.is_flag(name.lstrip("_")):  # `def _should_overlap(self): return ...`
+                    self._record("flag", name, value, s, key=("flag-return", id(s)))
             return "return"
         elif isinstance(s, ast.Raise):
             if s.exc is not None:
@@ -231,8 +283,15 @@ class Interpreter:
             return self._match(s, env)
         elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
             # decorators, defaults and annotations run here, in the enclosing scope
-            for expression in (*s.decorator_list, *s.args.defaults, *(d for d in s.args.kw_defaults if d)):
+            for expression in s.decorator_list:
                 self.eval(expression, env)
+            positional = [*s.args.posonlyargs, *s.args.args][-len(s.args.defaults):] if s.args.defaults else []
+            defaults = [*zip(positional, s.args.defaults),
+                        *((a, d) for a, d in zip(s.args.kwonlyargs, s.args.kw_defaults) if d is not None)]
+            for arg, default in defaults:
+                value = self.eval(default, env)
+                if self.c.is_flag(arg.arg):  # a flag's default is a flag set
+                    self._record("flag", arg.arg, value, s, key=("flag-default", arg.arg, id(default)))
             info = self.index.by_node.get(s)
             env.values[s.name] = (
                 Value(TRUE, ident=("function", info.qualname), function=FunctionRef(info.qualname))
@@ -241,6 +300,8 @@ class Interpreter:
         elif isinstance(s, ast.ClassDef):
             for expression in (*s.decorator_list, *s.bases, *(k.value for k in s.keywords)):
                 self.eval(expression, env)
+            # the class body runs here too: its methods' decorators and defaults with it
+            self._block(s.body, Environment())
             env.values[s.name] = self._opaque(("class", id(s)))
         elif isinstance(s, ast.Assert):
             self.eval(s.test, env)
@@ -422,7 +483,8 @@ class Interpreter:
             else:
                 self.eval(target.value, env)
             if not owner_is_ctx:
-                self.result.attribute_stores.append((target.attr, value))
+                klass = self.owner if base == "self" else None
+                self.result.attribute_stores.append((target.attr, value, klass))
                 if self.c.is_flag(target.attr):
                     self._record("flag", target.attr, value, s, key=("flag-store", target.attr, id(s)))
         elif isinstance(target, ast.Subscript):
@@ -549,12 +611,13 @@ class Interpreter:
             if method and method in self.c.returns and self.index.functions[method].is_property:
                 value = self.c.returns[method]
                 return self._read(value.with_step(Step(node.lineno, node.col_offset, f"property `{attr}` returns grad mode")), node)
-        if attr in self.c.attributes:
+        on_self = isinstance(node.value, ast.Name) and node.value.id == "self" and self.owner is not None
+        stored = self.c.class_attribute(self.index, self.owner, attr) if on_self else None
+        if stored is not None:
+            if stored.bdd != FALSE or stored.ident != "plain":
+                return self._read(stored, node)
+        elif attr in self.c.attributes:
             return self._read(self.c.attributes[attr], node)
-        if attr in self.c.grad_names and attr not in self.c.plain_attributes:
-            value = self._grad(1, node, Step(node.lineno, node.col_offset,
-                                             f"field `{attr}` taken as grad mode by its name"))
-            return self._read(value, node)
         if base.function is not None and attr == "apply":
             klass = self.index.classes.get(base.function.qualname)
             forward = self.index.method(base.function.qualname, "forward") if klass and klass.autograd_function else None
@@ -662,6 +725,12 @@ class Interpreter:
         return Value(TRUE if node.keys else FALSE, ident=("dict", id(node)), fields=tuple(fields))
 
     def _e_Lambda(self, node: ast.Lambda, env: Environment) -> Value:
+        body = node.body
+        if not node.args.args and isinstance(body, ast.Call) and not body.args and not body.keywords:
+            target = qualify(dotted(body.func) or "", self.aliases)
+            for polarity, names in ((1, self.c.grad_functions), (-1, self.c.inference_functions)):
+                if target in names:  # `lambda: torch.is_grad_enabled()`: the function itself
+                    return Value(TRUE, ident=("grad-function", polarity))
         return self._opaque(("lambda", id(node)))
 
     def _e_Starred(self, node: ast.Starred, env: Environment) -> Value:
@@ -727,6 +796,13 @@ class Interpreter:
         name = func.id if isinstance(func, ast.Name) and func.id not in self.index.functions else None
         if name == "bool" and len(args) == 1 and not node.keywords:
             return args[0]
+        if name == "getattr" and len(node.args) == 2 and isinstance(node.args[1], ast.Constant):
+            owner = dotted(node.args[0])
+            if owner is not None:
+                qualified = f"{qualify(owner, self.aliases)}.{node.args[1].value}"
+                for polarity, names in ((1, self.c.grad_functions), (-1, self.c.inference_functions)):
+                    if qualified in names:
+                        return Value(TRUE, ident=("grad-function", polarity))
         if name in ("min", "max") and len(args) >= 2 and not node.keywords:
             combine = self.bdd.conj if name == "min" else self.bdd.disj
             bdd = args[0].bdd
@@ -756,27 +832,29 @@ class Interpreter:
         func = node.func
         comm = self.index.is_comm_callee(func, self.aliases)
         resolved = None if comm else self.index.resolve(func, self.owner, self.aliases)
-        if not comm and resolved is not None and resolved[0] in self.index.communicates:
+        if not comm and resolved is not None and self.index.communicates(resolved[0]):
             comm = True
         if comm:
             name = resolved[0] if resolved is not None else (
                 dotted(func) or (func.attr if isinstance(func, ast.Attribute) else "call"))
             bdd, origins, first = self._comm.get(name, (FALSE, frozenset(), node))
             self._comm[name] = (self.bdd.disj(bdd, self.pc), origins | self.pc_origins, first)
-            for keyword, value in keywords:
-                if keyword is None:
-                    continue
-                kind = "selection" if _SELECTION_KEYWORDS.search(keyword) else "comm-option"
-                self._record(kind, keyword, value, node, key=(kind, keyword, id(node)))
-        for keyword, value in keywords:
-            if keyword is None:
-                continue
+            if resolved is None:  # a function of the module decides on its arguments inside
+                for keyword, value in _expanded(keywords):
+                    kind = "selection" if _SELECTION_KEYWORDS.search(keyword) else "comm-option"
+                    self._record(kind, keyword, value, node, key=(kind, keyword, id(node)))
+        if qualify(dotted(func) or "", self.aliases) in _AUTOGRAD_SWITCHES:
+            return  # autograd's own mode, not a kernel's
+        for keyword, value in _expanded(keywords):
             if not comm and self.c.is_flag(keyword):
                 self._record("flag", keyword, value, node, key=("flag-keyword", keyword, id(node)))
             elif _MODE_KEYWORDS.match(keyword) and resolved is None:  # a function we see decides inside
                 self._record("mode", keyword, value, node, key=("mode", keyword, id(node)))
+        known = _MODE_POSITIONS.get(qualify(dotted(func) or "", self.aliases))
+        if known is not None and len(args) > known and not any(isinstance(a, ast.Starred) for a in node.args[:known + 1]):
+            self._record("mode", "training", args[known], node, key=("mode", known, id(node)))
         for position, (argument, value) in enumerate(zip(node.args, args)):
-            if resolved is None and any(
+            if known is None and resolved is None and any(
                 _TRAINING_NAME.match(n.id if isinstance(n, ast.Name) else n.attr)
                 for n in ast.walk(argument) if isinstance(n, (ast.Name, ast.Attribute))
             ):
@@ -812,6 +890,7 @@ class Interpreter:
             all_args.append(None if starred else value)
         all_keywords = [(k, v) for k, v in (*target.keywords, *keywords) if k]
         double_star = any(k is None for k, _ in keywords)
+        self._selector(node, qualname, skip, all_args, all_keywords)
         if qualname in self.index.functions:
             self.result.calls.append(CallSite(qualname, skip, tuple(all_args), tuple(all_keywords), node,
                                               self.qualname, double_star))
@@ -820,6 +899,35 @@ class Interpreter:
             step = Step(node.lineno, node.col_offset, f"`{qualname}()` returns grad mode")
             return self._read(replace(returned, trail=(*returned.trail, step)), node)
         return self._opaque(("call", id(node)), origins)
+
+
+    def _selector(self, node: ast.Call, qualname: str, skip: int, args: list[Value | None],
+                  keywords: list[tuple[str, Value]]) -> None:
+        """A parameter fed ``module.training`` elsewhere, fed grad mode here (GG004)."""
+        info = self.index.functions.get(qualname)
+        if info is None:
+            return
+        passed = [*zip(info.positional[skip:], args), *keywords]
+        for name, value in passed:
+            if value is None or (qualname, name) not in self.index.fed_training:
+                continue
+            # what the selector receives: the argument where this call runs, "no call" else
+            absent = self.bdd.atom(("not-called", id(node)))
+            received = self.bdd.ite(self.pc, value.bdd, absent)
+            chosen = Value(received, value.origins | self.pc_origins)
+            self._record("mode-selector", f"{qualname.rsplit('.', 1)[-1]}({name}=)", chosen, node,
+                         key=("mode-selector", name, id(node)))
+
+
+def _expanded(keywords: list[tuple[str | None, Value]]) -> list[tuple[str, Value]]:
+    """Keyword arguments, ``**{"async_op": ...}`` spread into its entries."""
+    out: list[tuple[str, Value]] = []
+    for keyword, value in keywords:
+        if keyword is not None:
+            out.append((keyword, value))
+        else:
+            out.extend(value.fields or ())
+    return out
 
 
 def interpret(context: Context, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None) -> FunctionResult:
@@ -834,9 +942,12 @@ def pure_grad_values(values: Iterable[Value], bdd: Manager) -> Value | None:
             return None
         if chosen is None:
             chosen = value
-        elif chosen.bdd != value.bdd:
+        elif bdd.polarity(chosen.bdd) != bdd.polarity(value.bdd):
             return None
-    return chosen
+    if chosen is None:
+        return None
+    # grad mode itself (not the variable of one read), for the places it flows to
+    return replace(chosen, bdd=bdd.real(chosen.bdd))
 
 
 __all__ = ["CallSite", "Context", "Decision", "FunctionResult", "Interpreter", "interpret", "pure_grad_values",

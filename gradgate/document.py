@@ -1,0 +1,54 @@
+"""Checking one in-memory document (standard input, an editor's buffer) as the file it
+stands for: that file's settings, ``exclude``, ``per-file-ignores`` and
+``# gradgate: ignore-file`` apply as they would on disk."""
+
+from __future__ import annotations
+
+import os
+
+from .engine import lint_source
+from .results import FileResult
+from .runner import _per_file_ignored
+from .settings import Settings
+from .suppression import file_ignored_bytes
+from .targets import _excluded_below
+
+
+def excluded(path: str, settings: Settings) -> bool:
+    """Is the file ``path`` excluded by its settings' ``exclude`` globs?"""
+    return bool(settings.config.exclude) and _excluded_below(path, settings.root, settings.config.exclude, None)
+
+
+def lint_document(path: str, data: bytes, settings: Settings, fix: bool = False,
+                  unsafe_fixes: bool = False, edits: bool = False) -> FileResult:
+    """The result of ``data`` checked (and fixed, with ``fix``) as the file ``path``;
+    with ``edits``, each fixable finding carries its text edit."""
+    if file_ignored_bytes(data):
+        return FileResult(path, source=data, stage="ignored")
+    result = lint_source(path, data, settings.config, fix=fix, unsafe_fixes=unsafe_fixes, edits=edits)
+    return _per_file_ignored(result, settings.config, settings.root or os.getcwd())
+
+
+def with_edits(result: FileResult, config) -> FileResult:
+    """``result`` with each fixable finding's text edit (what JSON, SARIF and editors
+    show or apply), matched by place. Unlike :func:`gradgate.engine.attach_edits` it
+    also works on a result that ``per-file-ignores`` thinned out (the re-analysis then
+    has more findings than the result)."""
+    if result.error is not None or not any(f.applicability for f in result.findings):
+        return result
+    from dataclasses import replace
+
+    from .source import SourceError, read_source
+
+    data = result.source
+    if data is None:  # a cached result: the file was not read
+        try:
+            data = read_source(result.path).data
+        except SourceError:
+            return result
+    edited = lint_source(result.path, data, config, edits=True)
+    if edited.error is not None:
+        return result
+    by_place = {(f.line, f.column, f.rule): f.edit for f in edited.findings}
+    return replace(result, findings=tuple(
+        replace(f, edit=by_place.get((f.line, f.column, f.rule), f.edit)) for f in result.findings))

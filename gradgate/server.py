@@ -1,0 +1,358 @@
+"""``gradgate server``: a language server over stdio (pygls; the ``lsp`` extra).
+
+- **Diagnostics** as the user types: each change of a document is checked after a short
+  pause (``debounce``, 150 ms; ``initializationOptions: {"debounce": MS}``) from the
+  in-memory text, with the settings of the file the document stands for (nearest
+  ``gradgate.toml`` / ``pyproject.toml``, its ``exclude`` and ``per-file-ignores``);
+  results are kept by content, so undoing an edit costs nothing. A result that arrives
+  after a newer edit is dropped.
+- **Code actions**: one quick fix per finding with a fix (safe ones preferred, unsafe
+  ones titled "(unsafe)"), a "suppress on this line" action, and "Fix all gradgate
+  findings" (``source.fixAll.gradgate``, safe fixes only; the ``gradgate.applyFixes``
+  command sends the same edit with ``workspace/applyEdit``).
+- **Hover** over a finding: the rule's documentation.
+
+Positions are converted between gradgate's 1-based character columns and the client's
+encoding (UTF-16 by default) by pygls' position codec.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+
+from . import __version__
+from .config import ConfigError
+from .results import Applicability, FileResult, Finding
+
+log = logging.getLogger("gradgate.server")
+
+SOURCE = "gradgate"
+FIX_ALL_KIND = "source.fixAll.gradgate"
+APPLY_FIXES_COMMAND = "gradgate.applyFixes"
+#: how many results are kept by content
+CACHE_SIZE = 64
+
+
+class GradgateServer(LanguageServer):
+    """The language server: documents' results, pending checks and settings."""
+
+    def __init__(self) -> None:
+        super().__init__("gradgate", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.debounce = 0.15
+        self.results: dict[str, tuple[int | None, FileResult]] = {}
+        self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.cache: OrderedDict[tuple, FileResult] = OrderedDict()
+        self.resolver = self._new_resolver()
+
+    @staticmethod
+    def _new_resolver():
+        from .settings import Resolver
+
+        return Resolver()
+
+    # -- checking -------------------------------------------------------------------
+    def path_of(self, document: TextDocument) -> str:
+        path = document.path or to_fs_path(document.uri)
+        if path:
+            return path
+        root = self.workspace.root_path or os.getcwd()
+        return os.path.join(root, "untitled.py")
+
+    def check(self, document: TextDocument, fix: bool = False) -> FileResult:
+        """``document``'s text checked (or fixed) as its file; results cached by content."""
+        from .document import excluded, lint_document
+
+        path = self.path_of(document)
+        data = document.source.encode("utf-8")
+        settings = self.resolver.for_path(path)
+        key = (path, hashlib.sha256(data).digest(), settings.config.fingerprint(), fix)
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.cache.move_to_end(key)
+            return hit
+        if excluded(path, settings):
+            result = FileResult(path, source=data, stage="excluded")
+        else:
+            result = lint_document(path, data, settings, fix=fix, edits=not fix)
+        self.cache[key] = result
+        if len(self.cache) > CACHE_SIZE:
+            self.cache.popitem(last=False)
+        return result
+
+    def schedule(self, uri: str, delay: float) -> None:
+        """Check ``uri`` after ``delay`` seconds, replacing a check already waiting."""
+        waiting = self.pending.pop(uri, None)
+        if waiting is not None:
+            waiting.cancel()
+        loop = asyncio.get_running_loop()
+        self.pending[uri] = loop.call_later(delay, lambda: asyncio.ensure_future(self.publish(uri)))
+
+    async def publish(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        try:
+            document = self.workspace.get_text_document(uri)
+        except KeyError:
+            return
+        version = document.version
+        try:
+            result = await asyncio.get_running_loop().run_in_executor(None, self.check, document)
+        except ConfigError as exc:
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"gradgate: {exc}"))
+            result = FileResult(self.path_of(document), error=str(exc))
+        except Exception:  # a request handler's guard: log it, keep serving
+            log.exception("gradgate failed on %s", uri)
+            return
+        if uri not in self.workspace.text_documents or self.workspace.get_text_document(uri).version != version:
+            return  # edited (or closed) meanwhile: a newer check is due
+        self.results[uri] = (version, result)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics(document, result))
+        )
+
+    def clear(self, uri: str) -> None:
+        waiting = self.pending.pop(uri, None)
+        if waiting is not None:
+            waiting.cancel()
+        self.results.pop(uri, None)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def findings(self, uri: str) -> Sequence[Finding]:
+        entry = self.results.get(uri)
+        return entry[1].findings if entry is not None else ()
+
+
+# -- conversions ------------------------------------------------------------------------
+def _position(document: TextDocument, line: int, column: int) -> types.Position:
+    """gradgate's 1-based line and character column as an LSP position."""
+    return document.position_codec.position_to_client_units(
+        document.lines, types.Position(line=max(0, line - 1), character=max(0, column - 1))
+    )
+
+
+def _range(document: TextDocument, line: int, column: int, end_line: int, end_column: int) -> types.Range:
+    return types.Range(start=_position(document, line, column), end=_position(document, end_line, end_column))
+
+
+def finding_range(document: TextDocument, finding: Finding) -> types.Range:
+    return _range(document, finding.line, finding.column, finding.end_line, finding.end_column)
+
+
+def _docs_url(code: str) -> str:
+    return f"https://github.com/gradgate/gradgate/blob/main/docs/rules/{code}.md"
+
+
+def diagnostics(document: TextDocument, result: FileResult) -> list[types.Diagnostic]:
+    if result.error is not None:
+        return [
+            types.Diagnostic(
+                range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)),
+                message=f"gradgate could not check this file: {result.error}",
+                severity=types.DiagnosticSeverity.Error,
+                source=SOURCE,
+            )
+        ]
+    out = []
+    for finding in result.findings:
+        related = [
+            types.DiagnosticRelatedInformation(
+                location=types.Location(uri=document.uri, range=_range(document, s.line, s.column, s.line, s.column)),
+                message=s.message,
+            )
+            for s in finding.flow
+            if os.path.abspath(s.path) == os.path.abspath(result.path)
+        ]
+        out.append(
+            types.Diagnostic(
+                range=finding_range(document, finding),
+                message=finding.message,
+                severity=types.DiagnosticSeverity.Warning,
+                code=finding.rule,
+                code_description=types.CodeDescription(href=_docs_url(finding.rule)),
+                source=SOURCE,
+                related_information=related or None,
+                data={"applicability": None if finding.applicability is None else finding.applicability.value},
+            )
+        )
+    return out
+
+
+def _overlaps(a: types.Range, b: types.Range) -> bool:
+    def key(p: types.Position) -> tuple[int, int]:
+        return (p.line, p.character)
+
+    return not (key(a.end) < key(b.start) or key(b.end) < key(a.start))
+
+
+def _whole(document: TextDocument) -> types.Range:
+    lines = document.lines
+    end = types.Position(line=len(lines), character=0)
+    return types.Range(start=types.Position(0, 0), end=end)
+
+
+def fix_all_edit(server: GradgateServer, document: TextDocument) -> types.WorkspaceEdit | None:
+    """The edit that applies every safe fix of ``document`` (None: nothing to fix)."""
+    result = server.check(document, fix=True)
+    if not result.changed or result.fixed is None:
+        return None
+    return types.WorkspaceEdit(
+        changes={document.uri: [types.TextEdit(range=_whole(document), new_text=result.fixed.decode("utf-8"))]}
+    )
+
+
+def code_actions(server: GradgateServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    from .noqa import add_suppressions
+
+    document = server.workspace.get_text_document(params.text_document.uri)
+    only = params.context.only
+    wanted_kinds = None if not only else {str(k) for k in only}
+
+    def wanted(kind: str) -> bool:
+        return wanted_kinds is None or any(kind == k or kind.startswith(k + ".") for k in wanted_kinds)
+
+    actions: list[types.CodeAction] = []
+    findings = [f for f in server.findings(document.uri) if _overlaps(finding_range(document, f), params.range)]
+    for finding in findings:
+        diagnostic = [d for d in params.context.diagnostics if d.code == finding.rule and d.source == SOURCE]
+        if finding.edit is not None and finding.applicability in (Applicability.SAFE, Applicability.UNSAFE) \
+                and wanted(types.CodeActionKind.QuickFix):
+            e = finding.edit
+            unsafe = finding.applicability is Applicability.UNSAFE
+            actions.append(
+                types.CodeAction(
+                    title=f"Fix {finding.rule}: {finding.fix_title or 'remove the grad-mode operand'}"
+                          f"{' (unsafe)' if unsafe else ''}",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=diagnostic or None,
+                    is_preferred=not unsafe,
+                    edit=types.WorkspaceEdit(
+                        changes={document.uri: [types.TextEdit(
+                            range=_range(document, e.line, e.column, e.end_line, e.end_column), new_text=e.content)]}
+                    ),
+                )
+            )
+        if wanted(types.CodeActionKind.QuickFix):
+            line = document.lines[finding.line - 1] if finding.line <= len(document.lines) else ""
+            text, added = add_suppressions(line, [_on_first_line(finding)])
+            if added:
+                actions.append(
+                    types.CodeAction(
+                        title=f"Suppress {finding.rule} on this line",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=diagnostic or None,
+                        edit=types.WorkspaceEdit(changes={document.uri: [types.TextEdit(
+                            range=types.Range(start=types.Position(finding.line - 1, 0),
+                                              end=types.Position(finding.line, 0)),
+                            new_text=text if text.endswith(("\n", "\r")) else text + "\n")]}),
+                    )
+                )
+    if wanted(FIX_ALL_KIND) and (wanted_kinds is not None or any(f.fixable for f in server.findings(document.uri))):
+        edit = fix_all_edit(server, document)
+        if edit is not None:
+            actions.append(types.CodeAction(title="Fix all gradgate findings (safe fixes)", kind=FIX_ALL_KIND, edit=edit))
+    return actions
+
+
+def _on_first_line(finding: Finding) -> Finding:
+    from dataclasses import replace
+
+    return replace(finding, line=1, end_line=1)
+
+
+def hover(server: GradgateServer, params: types.HoverParams) -> types.Hover | None:
+    from .rule import rule_by_code
+
+    document = server.workspace.get_text_document(params.text_document.uri)
+    here = types.Range(start=params.position, end=params.position)
+    rules = rule_by_code()
+    for finding in server.findings(document.uri):
+        where = finding_range(document, finding)
+        if _overlaps(where, here) and finding.rule in rules:
+            rule = rules[finding.rule]
+            text = f"**{rule.CODE}** `{rule.NAME}`\n\n{rule.documentation()}"
+            return types.Hover(
+                contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text), range=where
+            )
+    return None
+
+
+# -- the server -------------------------------------------------------------------------
+def make_server() -> GradgateServer:
+    server = GradgateServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: GradgateServer, params: types.InitializeParams) -> None:
+        options = params.initialization_options
+        if isinstance(options, dict) and isinstance(options.get("debounce"), (int, float)):
+            ls.debounce = max(0.0, options["debounce"] / 1000)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(ls: GradgateServer, params: types.DidOpenTextDocumentParams) -> None:
+        await ls.publish(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: GradgateServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, ls.debounce)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: GradgateServer, params: types.DidSaveTextDocumentParams) -> None:
+        if os.path.basename(params.text_document.uri) in ("pyproject.toml", "gradgate.toml"):
+            ls.resolver = ls._new_resolver()
+            ls.cache.clear()
+            for uri in list(ls.results):
+                ls.schedule(uri, 0)
+            return
+        await ls.publish(params.text_document.uri)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched(ls: GradgateServer, params: types.DidChangeWatchedFilesParams) -> None:
+        ls.resolver = ls._new_resolver()
+        ls.cache.clear()
+        for uri in list(ls.results):
+            ls.schedule(uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: GradgateServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.clear(params.text_document.uri)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]),
+    )
+    def code_action(ls: GradgateServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        try:
+            return code_actions(ls, params)
+        except Exception:  # a request handler's guard: log it, answer nothing
+            log.exception("code actions failed for %s", params.text_document.uri)
+            return []
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: GradgateServer, params: types.HoverParams) -> types.Hover | None:
+        return hover(ls, params)
+
+    @server.command(APPLY_FIXES_COMMAND)
+    async def apply_fixes(ls: GradgateServer, uri: str) -> bool:
+        """Apply every safe fix of the document ``uri`` through ``workspace/applyEdit``."""
+        document = ls.workspace.get_text_document(uri)
+        edit = fix_all_edit(ls, document)
+        if edit is None:
+            return False
+        response = await ls.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=edit, label="gradgate: fix all")
+        )
+        return bool(response.applied)
+
+    return server
+
+
+def main() -> None:
+    make_server().start_io()
