@@ -155,6 +155,10 @@ class Manager:
             self._restrict[key] = done
         return done
 
+    def compose(self, a: int, var: int, g: int) -> int:
+        """``a`` with variable ``var`` replaced by the function ``g``."""
+        return self.ite(g, self.restrict(a, var, True), self.restrict(a, var, False))
+
     def support(self, a: int) -> frozenset[int]:
         """The variables ``a`` depends on."""
         if a <= TRUE:
