@@ -68,10 +68,25 @@ REPO = HERE.parent
 SINGLE_FILE = "transformer_engine/pytorch/module/layernorm_mlp.py"
 GREP_TOKEN = "is_grad_enabled"
 #: folders gradgate's discovery skips (gradgate/discovery.py), plus ``*.egg-info``
-EXCLUDED_DIRS = frozenset({
-    ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".mypy_cache", ".pytest_cache",
-    ".ruff_cache", "__pycache__", "node_modules", "site-packages", ".eggs", ".gradgate_cache",
-})
+EXCLUDED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".tox",
+        ".nox",
+        ".venv",
+        "venv",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "__pycache__",
+        "node_modules",
+        "site-packages",
+        ".eggs",
+        ".gradgate_cache",
+    }
+)
 MB = 1_000_000  # sizes and throughput: MB = 10^6 bytes; memory: MiB = 2^20 bytes
 MIB = 1 << 20
 
@@ -145,7 +160,7 @@ class TreeSampler(threading.Thread):
             try:
                 with open(f"/proc/{name}/stat", "rb") as handle:
                     stat = handle.read()
-                fields = stat[stat.rfind(b")") + 2:].split()
+                fields = stat[stat.rfind(b")") + 2 :].split()
                 if int(fields[3]) != self.session:  # field 6: session id
                     continue
                 rss += int(fields[21]) * self.page  # field 24: rss in pages
@@ -169,15 +184,17 @@ class TreeSampler(threading.Thread):
         self.join()
 
 
-def run_once(cmd: list[str], cwd: str, env: dict[str, str], timeout: float, out_path: str,
-             sample: float | None = None) -> RunRecord:
+def run_once(
+    cmd: list[str], cwd: str, env: dict[str, str], timeout: float, out_path: str, sample: float | None = None
+) -> RunRecord:
     """Run ``cmd`` once; wall time from just before fork to the return of wait4."""
     with open(out_path, "wb") as out, open(out_path + ".err", "wb") as err:
         sampler = None
         killed = threading.Event()
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=err, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+        )
 
         def kill() -> None:
             killed.set()
@@ -307,11 +324,15 @@ class Result:
             return RunRecord(**{k: v for k, v in d.items() if k in RunRecord.__dataclass_fields__})
 
         return cls(
-            key, data["label"], data.get("command", ""),
+            key,
+            data["label"],
+            data.get("command", ""),
             runs=[record(r) for r in data.get("runs", [])],
             mem_run=record(data["memory_run"]) if data.get("memory_run") else None,
             timeouts=[record(r) for r in data.get("timeouts", [])],
-            missing=data.get("missing", ""), note=data.get("note", ""), failed=data.get("failed", ""),
+            missing=data.get("missing", ""),
+            note=data.get("note", ""),
+            failed=data.get("failed", ""),
         )
 
 
@@ -336,8 +357,11 @@ class CpuMeter:
         busy = (sum(values[:8]) - values[3] - values[4]) / ticks  # all but idle and iowait
         import resource
 
-        ours = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_CHILDREN,
-                   resource.RUSAGE_SELF) for f in ("ru_utime", "ru_stime"))
+        ours = sum(
+            getattr(resource.getrusage(who), f)
+            for who in (resource.RUSAGE_CHILDREN, resource.RUSAGE_SELF)
+            for f in ("ru_utime", "ru_stime")
+        )
         return busy, ours, time.perf_counter()
 
     def stop(self) -> dict[str, float] | None:
@@ -347,15 +371,22 @@ class CpuMeter:
         busy, ours, wall = (b - a for a, b in zip(self.start, end))
         other = max(0.0, busy - ours)
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        return {"wall_s": wall, "busy_cpu_s": busy, "our_cpu_s": ours, "other_cpu_s": other,
-                "other_share": other / (wall * cpus) if wall else 0.0}
+        return {
+            "wall_s": wall,
+            "busy_cpu_s": busy,
+            "our_cpu_s": ours,
+            "other_cpu_s": other,
+            "other_share": other / (wall * cpus) if wall else 0.0,
+        }
 
 
 def fmt_noise(noise: dict[str, float] | None) -> str:
     if not noise:
         return "background CPU use: unknown"
-    return (f"background CPU use by other processes during this section: {noise['other_cpu_s']:.1f} "
-            f"CPU-s over {noise['wall_s']:.0f} s ({100 * noise['other_share']:.0f}% of the machine)")
+    return (
+        f"background CPU use by other processes during this section: {noise['other_cpu_s']:.1f} "
+        f"CPU-s over {noise['wall_s']:.0f} s ({100 * noise['other_share']:.0f}% of the machine)"
+    )
 
 
 class Bench:
@@ -377,8 +408,7 @@ class Bench:
         if tool.before is not None:
             tool.before()
         env = tool.env or os.environ.copy()
-        record = run_once(tool.cmd, tool.cwd, env, self.args.timeout, self.out_path(tool.key),
-                          sample=sample)
+        record = run_once(tool.cmd, tool.cwd, env, self.args.timeout, self.out_path(tool.key), sample=sample)
         if record.timed_out:
             result.failed = f"timed out after {self.args.timeout:g} s"
             result.timeouts.append(record)
@@ -392,8 +422,11 @@ class Bench:
         results: dict[str, Result] = {}
         for tool in tools:
             results[tool.key] = Result(
-                tool.key, tool.label, shlex.join(tool.cmd) if tool.cmd else "",
-                missing=tool.missing if tool.cmd is None else "", note=tool.note,
+                tool.key,
+                tool.label,
+                shlex.join(tool.cmd) if tool.cmd else "",
+                missing=tool.missing if tool.cmd is None else "",
+                note=tool.note,
             )
         fast = [t for t in tools if t.cmd is not None and not t.slow and not t.once]
         slow = [t for t in tools if t.cmd is not None and (t.slow or t.once)]
@@ -438,9 +471,18 @@ def prepare_corpus(corpus: Corpus, cache: Path, log: Callable[[str], None]) -> t
         archives = sorted(p for p in downloads.glob("*") if p.is_file()) if downloads.exists() else []
         if not archives:
             downloads.mkdir(parents=True, exist_ok=True)
-            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                   "--disable-pip-version-check", "-d", str(downloads),
-                   f"{corpus.dist_name}=={corpus.version}"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-d",
+                str(downloads),
+                f"{corpus.dist_name}=={corpus.version}",
+            ]
             if corpus.dist == "wheel":
                 cmd.append("--only-binary=:all:")
             elif corpus.dist == "sdist":
@@ -496,8 +538,7 @@ def resolve_tool(name: str, override: str | None, cache: Path) -> str | None:
     found = shutil.which(name)
     if found and "/.pyenv/shims/" in found:  # a pyenv shim costs ~60 ms a call: use the real one
         try:
-            real = subprocess.run(["pyenv", "which", name], capture_output=True, text=True,
-                                  check=True).stdout.strip()
+            real = subprocess.run(["pyenv", "which", name], capture_output=True, text=True, check=True).stdout.strip()
             if real:
                 return real
         except (OSError, subprocess.CalledProcessError):
@@ -511,8 +552,19 @@ def install_tools(cache: Path, log: Callable[[str], None]) -> None:
         log(f"creating {venv}")
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     log("installing ruff and fixit into the tools venv")
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", "ruff", "fixit"], check=True)
+    subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "ruff",
+            "fixit",
+        ],
+        check=True,
+    )
 
 
 def first_line(cmd: list[str], **kwargs: Any) -> str:
@@ -558,8 +610,13 @@ def plain_env() -> dict[str, str]:
     that keeps the inherited setting, to show what that costs).
     """
     env = os.environ.copy()
-    for name in ("GRADGATE_CACHE_DIR", "RUFF_CACHE_DIR", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE",
-                 "PYTHONPYCACHEPREFIX"):
+    for name in (
+        "GRADGATE_CACHE_DIR",
+        "RUFF_CACHE_DIR",
+        "PYTHONPATH",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONPYCACHEPREFIX",
+    ):
         env.pop(name, None)
     return env
 
@@ -582,10 +639,20 @@ def gradgate_env(inherit: bool = False) -> dict[str, str]:
 def gradgate_features(gradgate: list[str]) -> dict[str, bool]:
     """Which ``check`` flags this gradgate accepts (click rejects unknown ones before --help)."""
     features = {}
-    for flag, probe in (("no_cache", ["--no-cache"]), ("cache_dir", ["--cache-dir", "x"]),
-                        ("no_prefilter", ["--no-prefilter"]), ("format_json", ["--format", "json"])):
-        done = subprocess.run([*gradgate, "check", *probe, "--help"], capture_output=True,
-                              env=gradgate_env(), timeout=60, check=False, cwd=GRADGATE_PATH)
+    for flag, probe in (
+        ("no_cache", ["--no-cache"]),
+        ("cache_dir", ["--cache-dir", "x"]),
+        ("no_prefilter", ["--no-prefilter"]),
+        ("format_json", ["--format", "json"]),
+    ):
+        done = subprocess.run(
+            [*gradgate, "check", *probe, "--help"],
+            capture_output=True,
+            env=gradgate_env(),
+            timeout=60,
+            check=False,
+            cwd=GRADGATE_PATH,
+        )
         features[flag] = done.returncode == 0
     return features
 
@@ -610,12 +677,16 @@ def make_toolbox(args: argparse.Namespace, cache: Path) -> Toolbox:
     versions = {
         "gradgate": first_line([*gradgate, "--version"], env=gradgate_env(), cwd=GRADGATE_PATH),
         "gradgate_commit": first_line(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"]),
-        "gradgate_modified": "yes" if subprocess.run(
+        "gradgate_modified": "yes"
+        if subprocess.run(
             ["git", "-C", str(REPO), "status", "--porcelain", "--", "gradgate", "rules", "pyproject.toml"],
-            capture_output=True, text=True, check=False).stdout.strip() else "no",
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        else "no",
         "python": sys.version.split()[0] + f" ({sys.executable})",
-        "libcst": first_line([sys.executable, "-c",
-                              "import importlib.metadata as m; print(m.version('libcst'))"]),
+        "libcst": first_line([sys.executable, "-c", "import importlib.metadata as m; print(m.version('libcst'))"]),
         "ruff": first_line([ruff, "--version"]) if ruff else "not installed",
         "fixit": first_line([fixit, "--version"]) if fixit else "not installed",
         "grep": first_line([grep, "--version"]) if grep else "not installed",
@@ -625,15 +696,21 @@ def make_toolbox(args: argparse.Namespace, cache: Path) -> Toolbox:
             probe = Path(empty) / "x.py"
             probe.write_text("")
             for name, extra in (("ruff_default_rules", []), ("ruff_all_rules", ["--select", "ALL"])):
-                done = subprocess.run([ruff, "check", "--isolated", *extra, "--show-settings", str(probe)],
-                                      capture_output=True, text=True, check=False, env=plain_env())
+                done = subprocess.run(
+                    [ruff, "check", "--isolated", *extra, "--show-settings", str(probe)],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                    env=plain_env(),
+                )
                 block = re.search(r"linter\.rules\.enabled = \[\n(.*?)\n\]", done.stdout, re.DOTALL)
                 versions[name] = str(len(block.group(1).splitlines())) if block else "?"
     if fixit:
         fixit_python = Path(fixit).parent / "python"
         if fixit_python.exists():
-            versions["fixit_libcst"] = first_line([str(fixit_python), "-c",
-                                                   "import importlib.metadata as m; print(m.version('libcst'))"])
+            versions["fixit_libcst"] = first_line(
+                [str(fixit_python), "-c", "import importlib.metadata as m; print(m.version('libcst'))"]
+            )
     return Toolbox(gradgate, features, ruff, fixit, sys.executable, grep, versions)
 
 
@@ -641,9 +718,17 @@ def rmtree(path: Path) -> Callable[[], None]:
     return lambda: shutil.rmtree(path, ignore_errors=True)
 
 
-def build_tools(box: Toolbox, cwd: str, target: list[str], files_list: str, scratch: Path,
-                tag: str, include_slow: bool = True, subset: tuple[str, ...] | None = None,
-                skip: frozenset[str] = frozenset()) -> list[Tool]:
+def build_tools(
+    box: Toolbox,
+    cwd: str,
+    target: list[str],
+    files_list: str,
+    scratch: Path,
+    tag: str,
+    include_slow: bool = True,
+    subset: tuple[str, ...] | None = None,
+    skip: frozenset[str] = frozenset(),
+) -> list[Tool]:
     """The command set, run in ``cwd`` on ``target`` (a dir or files), for one corpus."""
     f = box.features
     gg = [*box.gradgate, "check", *(["--format", "json"] if f["format_json"] else [])]
@@ -652,45 +737,133 @@ def build_tools(box: Toolbox, cwd: str, target: list[str], files_list: str, scra
     ruff_cache = scratch / f"ruff-cache-{tag}"
     tools: list[Tool] = []
     if f["cache_dir"]:
-        tools.append(Tool("gg_cold", "gradgate check, cold (empty --cache-dir)",
-                          [*gg, "--cache-dir", str(cold_dir), *target], cwd, genv,
-                          before=rmtree(cold_dir), group="gradgate"))
-        tools.append(Tool("gg_warm", "gradgate check, warm (cache populated)",
-                          [*gg, "--cache-dir", str(warm_dir), *target], cwd, genv, group="gradgate"))
+        tools.append(
+            Tool(
+                "gg_cold",
+                "gradgate check, cold (empty --cache-dir)",
+                [*gg, "--cache-dir", str(cold_dir), *target],
+                cwd,
+                genv,
+                before=rmtree(cold_dir),
+                group="gradgate",
+            )
+        )
+        tools.append(
+            Tool(
+                "gg_warm",
+                "gradgate check, warm (cache populated)",
+                [*gg, "--cache-dir", str(warm_dir), *target],
+                cwd,
+                genv,
+                group="gradgate",
+            )
+        )
     else:
         note = "this gradgate has no --cache-dir: plain runs"
-        tools.append(Tool("gg_cold", "gradgate check (plain; no cache flags)", [*gg, *target], cwd,
-                          genv, group="gradgate", note=note))
-        tools.append(Tool("gg_warm", "gradgate check (plain rerun; no cache flags)", [*gg, *target],
-                          cwd, genv, group="gradgate", note=note))
+        tools.append(
+            Tool(
+                "gg_cold",
+                "gradgate check (plain; no cache flags)",
+                [*gg, *target],
+                cwd,
+                genv,
+                group="gradgate",
+                note=note,
+            )
+        )
+        tools.append(
+            Tool(
+                "gg_warm",
+                "gradgate check (plain rerun; no cache flags)",
+                [*gg, *target],
+                cwd,
+                genv,
+                group="gradgate",
+                note=note,
+            )
+        )
     if f["no_cache"]:
-        tools.append(Tool("gg_nocache", "gradgate check --no-cache", [*gg, "--no-cache", *target],
-                          cwd, genv, group="gradgate"))
+        tools.append(
+            Tool("gg_nocache", "gradgate check --no-cache", [*gg, "--no-cache", *target], cwd, genv, group="gradgate")
+        )
     ruff_missing = "not installed"
-    tools.append(Tool("ruff", "ruff check (default rules, --no-cache)",
-                      [box.ruff, "check", "--isolated", "--no-cache", *target] if box.ruff else None,
-                      cwd, penv, missing=ruff_missing))
-    tools.append(Tool("ruff_cached", "ruff check (default rules, warm cache)",
-                      [box.ruff, "check", "--isolated", "--cache-dir", str(ruff_cache), *target]
-                      if box.ruff else None, cwd, penv, missing=ruff_missing))
-    tools.append(Tool("ruff_all", "ruff check --select ALL --output-format concise (--no-cache)",
-                      [box.ruff, "check", "--isolated", "--no-cache", "--select", "ALL",
-                       "--output-format", "concise", *target] if box.ruff else None,
-                      cwd, penv, missing=ruff_missing))
-    tools.append(Tool("grep", f"grep -rl {GREP_TOKEN} (floor)",
-                      [box.grep, "-rl", "--include=*.py", GREP_TOKEN, *target] if box.grep else None,
-                      cwd, penv, missing="not installed"))
+    tools.append(
+        Tool(
+            "ruff",
+            "ruff check (default rules, --no-cache)",
+            [box.ruff, "check", "--isolated", "--no-cache", *target] if box.ruff else None,
+            cwd,
+            penv,
+            missing=ruff_missing,
+        )
+    )
+    tools.append(
+        Tool(
+            "ruff_cached",
+            "ruff check (default rules, warm cache)",
+            [box.ruff, "check", "--isolated", "--cache-dir", str(ruff_cache), *target] if box.ruff else None,
+            cwd,
+            penv,
+            missing=ruff_missing,
+        )
+    )
+    tools.append(
+        Tool(
+            "ruff_all",
+            "ruff check --select ALL --output-format concise (--no-cache)",
+            [box.ruff, "check", "--isolated", "--no-cache", "--select", "ALL", "--output-format", "concise", *target]
+            if box.ruff
+            else None,
+            cwd,
+            penv,
+            missing=ruff_missing,
+        )
+    )
+    tools.append(
+        Tool(
+            "grep",
+            f"grep -rl {GREP_TOKEN} (floor)",
+            [box.grep, "-rl", "--include=*.py", GREP_TOKEN, *target] if box.grep else None,
+            cwd,
+            penv,
+            missing="not installed",
+        )
+    )
     if include_slow:
-        tools.append(Tool("fixit", "fixit lint (default rules)",
-                          [box.fixit, "lint", *target] if box.fixit else None, cwd, penv,
-                          slow=True, missing="not installed"))
-        tools.append(Tool("libcst", "bare LibCST parse of every file (1 process)",
-                          [box.python, "-c", PARSE_SCRIPT, files_list], cwd, python_env(), ok_rc=(0,),
-                          slow=True))
+        tools.append(
+            Tool(
+                "fixit",
+                "fixit lint (default rules)",
+                [box.fixit, "lint", *target] if box.fixit else None,
+                cwd,
+                penv,
+                slow=True,
+                missing="not installed",
+            )
+        )
+        tools.append(
+            Tool(
+                "libcst",
+                "bare LibCST parse of every file (1 process)",
+                [box.python, "-c", PARSE_SCRIPT, files_list],
+                cwd,
+                python_env(),
+                ok_rc=(0,),
+                slow=True,
+            )
+        )
         if f["no_prefilter"] and "noprefilter" not in skip:
-            tools.append(Tool("gg_noprefilter", "gradgate check --no-cache --no-prefilter (once)",
-                              [*gg, "--no-cache", "--no-prefilter", *target], cwd, genv,
-                              once=True, group="gradgate"))
+            tools.append(
+                Tool(
+                    "gg_noprefilter",
+                    "gradgate check --no-cache --no-prefilter (once)",
+                    [*gg, "--no-cache", "--no-prefilter", *target],
+                    cwd,
+                    genv,
+                    once=True,
+                    group="gradgate",
+                )
+            )
     if subset is not None:
         tools = [t for t in tools if t.key in subset]
     return tools
@@ -733,8 +906,14 @@ def findings_verdict(results: dict[str, Result], tools: list[Tool]) -> dict[str,
 def ruff_file_count(box: Toolbox, cwd: str, target: str) -> int | None:
     if not box.ruff:
         return None
-    done = subprocess.run([box.ruff, "check", "--isolated", "--show-files", target], cwd=cwd,
-                          capture_output=True, text=True, env=plain_env(), check=False)
+    done = subprocess.run(
+        [box.ruff, "check", "--isolated", "--show-files", target],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=plain_env(),
+        check=False,
+    )
     return sum(1 for line in done.stdout.splitlines() if line.strip().endswith(".py"))
 
 
@@ -765,8 +944,9 @@ def fmt_mib(value: int | None) -> str:
     return "–" if not value else f"{value / MIB:.0f}"  # 0: exited before the first sample
 
 
-def corpus_table(results: dict[str, Result], files: int, size: int, order: list[str],
-                 timeout: float = 0.0) -> list[str]:
+def corpus_table(
+    results: dict[str, Result], files: int, size: int, order: list[str], timeout: float = 0.0
+) -> list[str]:
     cold = results.get("gg_cold")
     warm = results.get("gg_warm")
     base_cold = cold.median if cold else None
@@ -788,7 +968,8 @@ def corpus_table(results: dict[str, Result], files: int, size: int, order: list[
                 lines.append(
                     f"| {result.label} | 0 (killed at {bound:.0f} s) | > {bound:.0f} | | | < {files / bound:,.1f} | "
                     f"< {size / MB / bound:.3f} | {fmt_mib(result.maxrss)} | {fmt_mib(result.tree_pss)} | "
-                    f"> {fmt_ratio(bound, base_cold)} | > {fmt_ratio(bound, base_warm)} |")
+                    f"> {fmt_ratio(bound, base_cold)} | > {fmt_ratio(bound, base_warm)} |"
+                )
             else:
                 lines.append(f"| {result.label} | 0 | failed: {result.failed[:80]} | | | | | | | | |")
             continue
@@ -803,8 +984,21 @@ def corpus_table(results: dict[str, Result], files: int, size: int, order: list[
     return lines
 
 
-ORDER = ["gg_cold", "gg_warm", "gg_nocache", "gg_nocache_inherit", "gg_noprefilter", "ruff", "ruff_cached", "ruff_all",
-         "fixit", "libcst", "grep", "py_floor", "py_libcst"]
+ORDER = [
+    "gg_cold",
+    "gg_warm",
+    "gg_nocache",
+    "gg_nocache_inherit",
+    "gg_noprefilter",
+    "ruff",
+    "ruff_cached",
+    "ruff_all",
+    "fixit",
+    "libcst",
+    "grep",
+    "py_floor",
+    "py_libcst",
+]
 
 
 def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float] | None:
@@ -850,40 +1044,60 @@ def machine_info() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cache", default=os.path.expanduser("~/.cache/gradgate-bench"),
-                        help="download/unpack folder (default: %(default)s)")
-    parser.add_argument("--corpora", default=",".join(c.key for c in CORPORA),
-                        help="comma-separated subset of: " + ", ".join(c.key for c in CORPORA))
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--cache",
+        default=os.path.expanduser("~/.cache/gradgate-bench"),
+        help="download/unpack folder (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--corpora",
+        default=",".join(c.key for c in CORPORA),
+        help="comma-separated subset of: " + ", ".join(c.key for c in CORPORA),
+    )
     parser.add_argument("--runs", type=int, default=5, help="timed runs of fast commands (default: 5)")
-    parser.add_argument("--slow-budget", type=float, default=20.0,
-                        help="seconds a slow command (fixit, LibCST parse) may take in all before "
-                             "no further run starts; it always runs at least once (default: 20)")
-    parser.add_argument("--timeout", type=float, default=300.0,
-                        help="per-run timeout in seconds; a run past it is killed (default: 300)")
-    parser.add_argument("--skip", default="",
-                        help="comma-separated parts to skip: fixit, libcst, noprefilter, single, "
-                             "scaling, stages")
-    parser.add_argument("--scaling", default="0.125,0.25,0.5,1",
-                        help="fractions of the four corpora together (default: %(default)s)")
+    parser.add_argument(
+        "--slow-budget",
+        type=float,
+        default=20.0,
+        help="seconds a slow command (fixit, LibCST parse) may take in all before "
+        "no further run starts; it always runs at least once (default: 20)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="per-run timeout in seconds; a run past it is killed (default: 300)",
+    )
+    parser.add_argument(
+        "--skip", default="", help="comma-separated parts to skip: fixit, libcst, noprefilter, single, scaling, stages"
+    )
+    parser.add_argument(
+        "--scaling", default="0.125,0.25,0.5,1", help="fractions of the four corpora together (default: %(default)s)"
+    )
     parser.add_argument("--gradgate", help="gradgate command (default: this Python -m gradgate)")
-    parser.add_argument("--no-snapshot", action="store_true",
-                        help="run gradgate from the checkout itself, not from a copy taken at the start")
+    parser.add_argument(
+        "--no-snapshot",
+        action="store_true",
+        help="run gradgate from the checkout itself, not from a copy taken at the start",
+    )
     parser.add_argument("--ruff", help="ruff executable")
     parser.add_argument("--fixit", help="fixit executable")
-    parser.add_argument("--install-tools", action="store_true",
-                        help="pip-install ruff and fixit into CACHE/tools-venv first")
+    parser.add_argument(
+        "--install-tools", action="store_true", help="pip-install ruff and fixit into CACHE/tools-venv first"
+    )
     parser.add_argument("--json", dest="json_out", help="write every raw number to this file")
     parser.add_argument("--markdown", help="also write the report to this file")
-    parser.add_argument("--report-from", metavar="JSON",
-                        help="measure nothing: re-render the report of an earlier --json file")
+    parser.add_argument(
+        "--report-from", metavar="JSON", help="measure nothing: re-render the report of an earlier --json file"
+    )
     args = parser.parse_args(argv)
     if args.report_from:
         report = json.loads(Path(args.report_from).read_text())
         saved = parser.parse_args([a for a in report.get("argv", [])[1:]])
-        for section in [*report.get("corpora", {}).values(), report.get("single_file"),
-                        *report.get("scaling", [])]:
+        for section in [*report.get("corpora", {}).values(), report.get("single_file"), *report.get("scaling", [])]:
             if section:
                 section["_results"] = {k: Result.from_dict(k, d) for k, d in section["results"].items()}
         text = render(report, saved)
@@ -918,10 +1132,17 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_snapshot and not args.gradgate:
             path, digest = snapshot_gradgate(scratch)
             probe = subprocess.run(
-                [sys.executable, "-c", ("import gradgate, gradgate.rules; print(gradgate.__file__); "
-                                        "print(gradgate.rules.__path__[0])")],
-                capture_output=True, text=True, check=False, cwd=str(scratch),
-                env={**python_env(), "PYTHONPATH": path})
+                [
+                    sys.executable,
+                    "-c",
+                    ("import gradgate, gradgate.rules; print(gradgate.__file__); print(gradgate.rules.__path__[0])"),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+                cwd=str(scratch),
+                env={**python_env(), "PYTHONPATH": path},
+            )
             if all(line.startswith(path) for line in probe.stdout.split()) and probe.stdout.strip():
                 GRADGATE_PATH = path
                 snapshot = f"copy of gradgate/ and rules/ taken at the start (sha256 {digest})"
@@ -951,8 +1172,13 @@ def main(argv: list[str] | None = None) -> int:
             size = sum(os.path.getsize(root.parent / f) for f in files)
             list_file = scratch / f"files-{corpus.key}.txt"
             list_file.write_text("\n".join(files) + "\n")
-            corpus_info[corpus.key] = {"root": root, "archive": archive, "files": files, "bytes": size,
-                                       "list": str(list_file)}
+            corpus_info[corpus.key] = {
+                "root": root,
+                "archive": archive,
+                "files": files,
+                "bytes": size,
+                "list": str(list_file),
+            }
 
         # -- per corpus ---------------------------------------------------------
         for corpus in wanted:
@@ -965,8 +1191,10 @@ def main(argv: list[str] | None = None) -> int:
             note = ""
             if ruff_count is not None and ruff_count != len(info["files"]):
                 target = info["files"]  # ruff and gradgate would see different sets: name the files
-                note = (f"ruff lists {ruff_count} files, gradgate's walk {len(info['files'])}: "
-                        "every tool is given the file list")
+                note = (
+                    f"ruff lists {ruff_count} files, gradgate's walk {len(info['files'])}: "
+                    "every tool is given the file list"
+                )
             tools = build_tools(box, cwd, target, info["list"], scratch, corpus.key, skip=skip)
             if "libcst" in skip:
                 tools = [t for t in tools if t.key != "libcst"]
@@ -999,18 +1227,40 @@ def main(argv: list[str] | None = None) -> int:
             single_list.write_text(SINGLE_FILE + "\n")
             tools = build_tools(box, cwd, [SINGLE_FILE], str(single_list), scratch, "single", skip=skip)
             if box.features["no_cache"]:
-                tools.insert(3, Tool(
-                    "gg_nocache_inherit",
-                    "gradgate check --no-cache, inherited env (PYTHONDONTWRITEBYTECODE="
-                    f"{os.environ.get('PYTHONDONTWRITEBYTECODE', 'unset')})",
-                    [*box.gradgate, "check", "--format", "json", "--no-cache", SINGLE_FILE], cwd,
-                    gradgate_env(inherit=True), group="gradgate"))
+                tools.insert(
+                    3,
+                    Tool(
+                        "gg_nocache_inherit",
+                        "gradgate check --no-cache, inherited env (PYTHONDONTWRITEBYTECODE="
+                        f"{os.environ.get('PYTHONDONTWRITEBYTECODE', 'unset')})",
+                        [*box.gradgate, "check", "--format", "json", "--no-cache", SINGLE_FILE],
+                        cwd,
+                        gradgate_env(inherit=True),
+                        group="gradgate",
+                    ),
+                )
             if "libcst" in skip:
                 tools = [t for t in tools if t.key != "libcst"]
-            tools.append(Tool("py_floor", "python -c pass (interpreter start)",
-                              [sys.executable, "-c", "pass"], cwd, python_env(), ok_rc=(0,)))
-            tools.append(Tool("py_libcst", "python -c 'import libcst'",
-                              [sys.executable, "-c", "import libcst"], cwd, python_env(), ok_rc=(0,)))
+            tools.append(
+                Tool(
+                    "py_floor",
+                    "python -c pass (interpreter start)",
+                    [sys.executable, "-c", "pass"],
+                    cwd,
+                    python_env(),
+                    ok_rc=(0,),
+                )
+            )
+            tools.append(
+                Tool(
+                    "py_libcst",
+                    "python -c 'import libcst'",
+                    [sys.executable, "-c", "import libcst"],
+                    cwd,
+                    python_env(),
+                    ok_rc=(0,),
+                )
+            )
             bench.log(f"single file: {SINGLE_FILE}")
             meter = CpuMeter()
             results = bench.measure(tools)
@@ -1048,13 +1298,28 @@ def main(argv: list[str] | None = None) -> int:
                 subset_list = scratch / f"files-scaling-{count}.txt"
                 subset_list.write_text("\n".join(f"{k}/{r}" for k, r in chosen) + "\n")
                 targets = sorted({k for k, _ in chosen})
-                tools = build_tools(box, str(base), targets, str(subset_list), scratch, f"scale{count}",
-                                    include_slow=False, subset=("gg_cold", "gg_warm", "ruff"))
+                tools = build_tools(
+                    box,
+                    str(base),
+                    targets,
+                    str(subset_list),
+                    scratch,
+                    f"scale{count}",
+                    include_slow=False,
+                    subset=("gg_cold", "gg_warm", "ruff"),
+                )
                 bench.log(f"scaling: {count} files, {size / MB:.1f} MB")
                 results = bench.measure(tools)
-                rows.append({"fraction": fraction, "files": count, "bytes": size,
-                             "results": {k: v.as_dict() for k, v in results.items()},
-                             "_results": results, "findings": findings_verdict(results, tools)})
+                rows.append(
+                    {
+                        "fraction": fraction,
+                        "files": count,
+                        "bytes": size,
+                        "results": {k: v.as_dict() for k, v in results.items()},
+                        "_results": results,
+                        "findings": findings_verdict(results, tools),
+                    }
+                )
             report["scaling"] = rows
             report["scaling_noise"] = meter.stop()
 
@@ -1062,9 +1327,14 @@ def main(argv: list[str] | None = None) -> int:
         if "stages" not in skip:
             report["stages"] = {}
             for key, info in corpus_info.items():
-                done = subprocess.run([sys.executable, str(HERE / "stages.py"), info["list"]],
-                                      cwd=str(info["root"].parent), capture_output=True, text=True,
-                                      env=gradgate_env(), check=False)
+                done = subprocess.run(
+                    [sys.executable, str(HERE / "stages.py"), info["list"]],
+                    cwd=str(info["root"].parent),
+                    capture_output=True,
+                    text=True,
+                    env=gradgate_env(),
+                    check=False,
+                )
                 try:
                     report["stages"][key] = json.loads(done.stdout)
                 except ValueError:
@@ -1101,27 +1371,38 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
     out: list[str] = []
     out.append(f"## gradgate benchmark ({report['started']})")
     out.append("")
-    out.append(f"- machine: {m['nproc']} CPUs ({m['cpu_model']}), "
-               f"{(m['ram_bytes'] or 0) / (1 << 30):.1f} GiB RAM, Linux {m['kernel']}; "
-               f"load average at start {m['loadavg_start'][0]:.2f}, at end {m['loadavg_end'][0]:.2f}")
+    out.append(
+        f"- machine: {m['nproc']} CPUs ({m['cpu_model']}), "
+        f"{(m['ram_bytes'] or 0) / (1 << 30):.1f} GiB RAM, Linux {m['kernel']}; "
+        f"load average at start {m['loadavg_start'][0]:.2f}, at end {m['loadavg_end'][0]:.2f}"
+    )
     out.append(f"- Python {v['python']}; libcst {v['libcst']}")
-    out.append(f"- gradgate: {v['gradgate']} (commit {v['gradgate_commit']}, uncommitted changes in "
-               f"gradgate/ or rules/: {v['gradgate_modified']}; code run: {v.get('gradgate_source', '?')}); "
-               "check flags: "
-               + ", ".join(f"{k}={'yes' if x else 'NO'}" for k, x in report["gradgate_features"].items()))
-    out.append(f"- ruff: {v['ruff']} ({v.get('ruff_default_rules', '?')} rules enabled by default, "
-               f"{v.get('ruff_all_rules', '?')} with ALL); fixit: {v['fixit']}"
-               + (f" (libcst {v['fixit_libcst']})" if v.get("fixit_libcst") else "")
-               + f"; grep: {v['grep']}")
-    out.append(f"- {args.runs} timed runs of fast commands after 1 untimed warm-up, interleaved; "
-               f"slow commands until {args.slow_budget:g} s are spent (at least 1 run); "
-               f"per-run timeout {args.timeout:g} s; total benchmark time {report['elapsed_s']:.0f} s")
-    out.append("- every command is a fresh process; Python commands run with bytecode compiled by "
-               "the warm-up (`PYTHONDONTWRITEBYTECODE` dropped, `PYTHONPYCACHEPREFIX=CACHE/pycache`); "
-               "the OS page cache holds the corpora (warm disk) for every tool")
-    out.append("- ratios are time / gradgate's time (above 1: slower than gradgate). "
-               "MB = 10^6 bytes; memory in MiB. 'peak RSS' = largest single process (wait4); "
-               "'tree PSS' = largest sampled sum over the command's processes")
+    out.append(
+        f"- gradgate: {v['gradgate']} (commit {v['gradgate_commit']}, uncommitted changes in "
+        f"gradgate/ or rules/: {v['gradgate_modified']}; code run: {v.get('gradgate_source', '?')}); "
+        "check flags: " + ", ".join(f"{k}={'yes' if x else 'NO'}" for k, x in report["gradgate_features"].items())
+    )
+    out.append(
+        f"- ruff: {v['ruff']} ({v.get('ruff_default_rules', '?')} rules enabled by default, "
+        f"{v.get('ruff_all_rules', '?')} with ALL); fixit: {v['fixit']}"
+        + (f" (libcst {v['fixit_libcst']})" if v.get("fixit_libcst") else "")
+        + f"; grep: {v['grep']}"
+    )
+    out.append(
+        f"- {args.runs} timed runs of fast commands after 1 untimed warm-up, interleaved; "
+        f"slow commands until {args.slow_budget:g} s are spent (at least 1 run); "
+        f"per-run timeout {args.timeout:g} s; total benchmark time {report['elapsed_s']:.0f} s"
+    )
+    out.append(
+        "- every command is a fresh process; Python commands run with bytecode compiled by "
+        "the warm-up (`PYTHONDONTWRITEBYTECODE` dropped, `PYTHONPYCACHEPREFIX=CACHE/pycache`); "
+        "the OS page cache holds the corpora (warm disk) for every tool"
+    )
+    out.append(
+        "- ratios are time / gradgate's time (above 1: slower than gradgate). "
+        "MB = 10^6 bytes; memory in MiB. 'peak RSS' = largest single process (wait4); "
+        "'tree PSS' = largest sampled sum over the command's processes"
+    )
     out.append("")
 
     for key, data in report["corpora"].items():
@@ -1144,12 +1425,19 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
             if result.note:
                 out.append(f"- {result.label}: {result.note}")
         f = data["findings"]
-        out.append(f"- same findings: **{f['verdict']}** across {f['compared']} gradgate outputs "
-                   f"({', '.join(f['modes'])}); findings in each: {f['findings']}"
-                   + ("" if f.get("no_prefilter_checked") else
-                      "; --no-prefilter not compared (" + ("skipped" if report["gradgate_features"]["no_prefilter"]
-                                                          else "flag missing") + ")")
-                   + (f"; differing: {', '.join(f['differing'])}" if f.get("differing") else "") + ".")
+        out.append(
+            f"- same findings: **{f['verdict']}** across {f['compared']} gradgate outputs "
+            f"({', '.join(f['modes'])}); findings in each: {f['findings']}"
+            + (
+                ""
+                if f.get("no_prefilter_checked")
+                else "; --no-prefilter not compared ("
+                + ("skipped" if report["gradgate_features"]["no_prefilter"] else "flag missing")
+                + ")"
+            )
+            + (f"; differing: {', '.join(f['differing'])}" if f.get("differing") else "")
+            + "."
+        )
         out.append("")
 
     single = report.get("single_file")
@@ -1160,15 +1448,19 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
         out.append("")
         out.append(f"- {fmt_noise(single.get('noise'))}")
         f = single["findings"]
-        out.append(f"- same findings: **{f['verdict']}** across {f['compared']} gradgate outputs; "
-                   f"findings in each: {f['findings']}.")
+        out.append(
+            f"- same findings: **{f['verdict']}** across {f['compared']} gradgate outputs; "
+            f"findings in each: {f['findings']}."
+        )
         out.append("")
 
     scaling = report.get("scaling")
     if scaling:
         out.append("### Scaling: random subsets of the four corpora together (seed 0)")
         out.append("")
-        out.append("| files | MB | gradgate cold s | gradgate warm s | ruff s | cold / ruff | warm / ruff | gradgate cold peak RSS MiB | tree PSS MiB | findings |")
+        out.append(
+            "| files | MB | gradgate cold s | gradgate warm s | ruff s | cold / ruff | warm / ruff | gradgate cold peak RSS MiB | tree PSS MiB | findings |"
+        )
         out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         series: dict[str, list[tuple[float, float]]] = {"gg_cold": [], "gg_warm": [], "ruff": []}
         for row in scaling:
@@ -1193,17 +1485,17 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
                 rate = f"{1 / b:.1f} MB/s marginal" if b > 0 else "no growth measured"
                 out.append(f"- {label}: time ≈ {a:.3f} s + {b * 1000:.1f} ms/MB ({rate})")
         out.append(f"- {fmt_noise(report.get('scaling_noise'))}")
-        report["scaling_fit"] = {
-            k: linear_fit([x for x, _ in s], [y for _, y in s]) for k, s in series.items()
-        }
+        report["scaling_fit"] = {k: linear_fit([x for x, _ in s], [y for _, y in s]) for k, s in series.items()}
         out.append("")
 
     stages = report.get("stages")
     if stages:
         out.append("### Where gradgate spends its time (one process, serial, no cache; `stages.py`)")
         out.append("")
-        out.append("| corpus | import libcst s | import gradgate s | read s | files by stage (s) "
-                   "| lines LibCST parsed | slowest file |")
+        out.append(
+            "| corpus | import libcst s | import gradgate s | read s | files by stage (s) "
+            "| lines LibCST parsed | slowest file |"
+        )
         out.append("|---|---:|---:|---:|---|---:|---|")
         for key, s in stages.items():
             if "error" in s:
@@ -1211,8 +1503,7 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
                 continue
             by_stage = ", ".join(f"{name} {d['files']} ({d['seconds']:.3f})" for name, d in s["stages"].items())
             slowest = s["slowest"][0] if s["slowest"] else None
-            slow_text = (f"`{slowest['path']}` ({slowest['stage']}, {slowest['seconds']:.3f} s)"
-                         if slowest else "")
+            slow_text = f"`{slowest['path']}` ({slowest['stage']}, {slowest['seconds']:.3f} s)" if slowest else ""
             out.append(
                 f"| {key} | {s['import_libcst_s']:.3f} | {s['import_gradgate_s']:.3f} | {s['read_s']:.3f} | "
                 f"{by_stage} | {_parsed_share(s)} | {slow_text} |"
@@ -1247,21 +1538,37 @@ def render_goals(report: dict[str, Any]) -> list[str]:
             return a / b if a and b else None
 
         x = ratio(cold, ruff)
-        goals.append(("gradgate cold ≤ 3× `ruff check` (default rules, --no-cache)",
-                      f"{fmt_s(cold)} s / {fmt_s(ruff)} s = {x:.2f}×" if x else "not measured",
-                      None if x is None else x <= 3))
+        goals.append(
+            (
+                "gradgate cold ≤ 3× `ruff check` (default rules, --no-cache)",
+                f"{fmt_s(cold)} s / {fmt_s(ruff)} s = {x:.2f}×" if x else "not measured",
+                None if x is None else x <= 3,
+            )
+        )
         x = ratio(parse, cold)
-        goals.append(("gradgate cold ≥ 10× faster than a bare LibCST parse of every file",
-                      f"{fmt_s(parse)} s / {fmt_s(cold)} s = {x:.1f}× faster" if x else "not measured",
-                      None if x is None else x >= 10))
+        goals.append(
+            (
+                "gradgate cold ≥ 10× faster than a bare LibCST parse of every file",
+                f"{fmt_s(parse)} s / {fmt_s(cold)} s = {x:.1f}× faster" if x else "not measured",
+                None if x is None else x >= 10,
+            )
+        )
         x = ratio(warm, ruff)
-        goals.append(("gradgate warm ≤ 1.5× `ruff check` (default rules, --no-cache)",
-                      f"{fmt_s(warm)} s / {fmt_s(ruff)} s = {x:.2f}×" if x else "not measured",
-                      None if x is None else x <= 1.5))
+        goals.append(
+            (
+                "gradgate warm ≤ 1.5× `ruff check` (default rules, --no-cache)",
+                f"{fmt_s(warm)} s / {fmt_s(ruff)} s = {x:.2f}×" if x else "not measured",
+                None if x is None else x <= 1.5,
+            )
+        )
         x = ratio(warm, ruff_cached)
-        goals.append(("(stricter reading) gradgate warm ≤ 1.5× `ruff check` with ruff's own cache warm",
-                      f"{fmt_s(warm)} s / {fmt_s(ruff_cached)} s = {x:.2f}×" if x else "not measured",
-                      None if x is None else x <= 1.5))
+        goals.append(
+            (
+                "(stricter reading) gradgate warm ≤ 1.5× `ruff check` with ruff's own cache warm",
+                f"{fmt_s(warm)} s / {fmt_s(ruff_cached)} s = {x:.2f}×" if x else "not measured",
+                None if x is None else x <= 1.5,
+            )
+        )
     single = report.get("single_file")
     if single:
         r = single["_results"]
@@ -1269,28 +1576,43 @@ def render_goals(report: dict[str, Any]) -> list[str]:
         measured = [x for x in values.values() if x is not None]
         detail = ", ".join(f"{k.removeprefix('gg_')} {fmt_s(x)} s" for k, x in values.items())
         detail += f" (fixit {fmt_s(med(r, 'fixit'))} s, ruff {fmt_s(med(r, 'ruff'))} s)"
-        goals.append(("single-file check of layernorm_mlp.py < 0.4 s (cold, warm and --no-cache)",
-                      detail, (max(measured) < 0.4) if measured else None))
+        goals.append(
+            (
+                "single-file check of layernorm_mlp.py < 0.4 s (cold, warm and --no-cache)",
+                detail,
+                (max(measured) < 0.4) if measured else None,
+            )
+        )
     if report["corpora"]:
         largest_key = max(report["corpora"], key=lambda k: report["corpora"][k]["bytes"])
         r = report["corpora"][largest_key]["_results"]
         peaks = {k: r[k].peak for k in ("gg_cold", "gg_warm", "gg_nocache") if k in r and r[k].peak}
         peak = max(peaks.values()) if peaks else None
-        goals.append(((f"peak memory < 200 MB on the largest corpus ({largest_key}, "
-                       f"{report['corpora'][largest_key]['bytes'] / MB:.1f} MB; cold, warm, --no-cache; "
-                       "max of peak RSS and tree PSS)"),
-                      f"{peak / MB:.0f} MB ({peak / MIB:.0f} MiB)" if peak else "not measured",
-                      None if peak is None else peak < 200 * MB))
+        goals.append(
+            (
+                (
+                    f"peak memory < 200 MB on the largest corpus ({largest_key}, "
+                    f"{report['corpora'][largest_key]['bytes'] / MB:.1f} MB; cold, warm, --no-cache; "
+                    "max of peak RSS and tree PSS)"
+                ),
+                f"{peak / MB:.0f} MB ({peak / MIB:.0f} MiB)" if peak else "not measured",
+                None if peak is None else peak < 200 * MB,
+            )
+        )
     verdicts = [d["findings"] for d in report["corpora"].values()]
     if single:
         verdicts.append(single["findings"])
     verdicts += [row["findings"] for row in report.get("scaling", [])]
     same = all(v["verdict"] == "identical" for v in verdicts) if verdicts else None
     prefilter = all(d["findings"].get("no_prefilter_checked") for d in report["corpora"].values())
-    goals.append(("same findings: cold = warm = --no-cache = --no-prefilter, every run, every corpus",
-                  ", ".join(f"{k}: {d['findings']['verdict']}" for k, d in report["corpora"].items())
-                  + ("" if prefilter else "; --no-prefilter not compared"),
-                  same if prefilter else (None if same else same)))
+    goals.append(
+        (
+            "same findings: cold = warm = --no-cache = --no-prefilter, every run, every corpus",
+            ", ".join(f"{k}: {d['findings']['verdict']}" for k, d in report["corpora"].items())
+            + ("" if prefilter else "; --no-prefilter not compared"),
+            same if prefilter else (None if same else same),
+        )
+    )
     out.append("| goal | measured | verdict |")
     out.append("|---|---|---|")
     for name, detail, ok in goals:

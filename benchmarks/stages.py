@@ -73,17 +73,21 @@ def main() -> int:
         print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
         return 0
     timings.sort(reverse=True)
-    print(json.dumps({
-        "import_libcst_s": t1 - t0,
-        "import_gradgate_s": t2 - t1,
-        "config_s": t3 - t2,
-        "read_s": t4 - t3,
-        "lint_s": t5 - t4,
-        "stages": stages,
-        "lines": lines,
-        "cst_lines": cst_lines,
-        "slowest": [{"path": p, "stage": s, "seconds": t} for t, p, s in timings[:5]],
-    }))
+    print(
+        json.dumps(
+            {
+                "import_libcst_s": t1 - t0,
+                "import_gradgate_s": t2 - t1,
+                "config_s": t3 - t2,
+                "read_s": t4 - t3,
+                "lint_s": t5 - t4,
+                "stages": stages,
+                "lines": lines,
+                "cst_lines": cst_lines,
+                "slowest": [{"path": p, "stage": s, "seconds": t} for t, p, s in timings[:5]],
+            }
+        )
+    )
     return 0
 
 

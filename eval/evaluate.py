@@ -118,8 +118,7 @@ class Report:
 def load_packages(path: Path) -> tuple[list[Package], tuple[str, ...]]:
     data = json.loads(path.read_text())
     packages = [
-        Package(p["name"], p["version"], p.get("dist", "any"), tuple(p["import_dirs"]))
-        for p in data["packages"]
+        Package(p["name"], p["version"], p.get("dist", "any"), tuple(p["import_dirs"])) for p in data["packages"]
     ]
     return packages, tuple(data.get("exclude_dirs", ()))
 
@@ -220,9 +219,7 @@ def find_root(unpacked: Path, import_dirs: Iterable[str]) -> Path | None:
     return None
 
 
-def run_gradgate(
-    gradgate: list[str], package: Package, root: Path
-) -> tuple[list[Finding], list[str]]:
+def run_gradgate(gradgate: list[str], package: Package, root: Path) -> tuple[list[Finding], list[str]]:
     findings: list[Finding] = []
     errors: list[str] = []
     for import_dir in package.import_dirs:
@@ -233,8 +230,7 @@ def run_gradgate(
         result = subprocess.run(command, cwd=root, capture_output=True, text=True)
         if result.returncode not in (0, 1):
             errors.append(
-                f"{package.name}/{import_dir}: gradgate exited {result.returncode}: "
-                f"{result.stderr.strip()[-2000:]}"
+                f"{package.name}/{import_dir}: gradgate exited {result.returncode}: {result.stderr.strip()[-2000:]}"
             )
         try:
             items = json.loads(result.stdout) if result.stdout.strip() else []
@@ -360,9 +356,7 @@ def render(report: Report, source_of: dict[tuple[str, str, int], str]) -> str:
     return "\n".join(out)
 
 
-def source_lines(
-    report: Report, labels: list[Label], roots: dict[str, Path]
-) -> dict[tuple[str, str, int], str]:
+def source_lines(report: Report, labels: list[Label], roots: dict[str, Path]) -> dict[tuple[str, str, int], str]:
     sources = {(l.package, l.path, l.line): l.source for l in labels}
     for finding, _ in report.false_positives:
         key = (finding.package, finding.path, finding.line)
@@ -384,16 +378,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--packages", type=Path, default=HERE / "packages.json")
     parser.add_argument("--labels", type=Path, default=HERE / "labels.csv")
-    parser.add_argument("--cache", type=Path, default=None,
-                        help="download/unpack directory, reused between runs (default: a temp dir)")
-    parser.add_argument("--package", action="append", default=None,
-                        help="only this package (repeatable)")
-    parser.add_argument("--gradgate", default=f"{shlex.quote(sys.executable)} -m gradgate",
-                        help="command that runs gradgate (default: %(default)s)")
-    parser.add_argument("--findings-from", type=Path, default=None,
-                        help="debug: read findings from this JSON file instead of running gradgate")
-    parser.add_argument("--json", dest="json_out", type=Path, default=None,
-                        help="write the numbers and the missed/false-positive lists here")
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="download/unpack directory, reused between runs (default: a temp dir)"
+    )
+    parser.add_argument("--package", action="append", default=None, help="only this package (repeatable)")
+    parser.add_argument(
+        "--gradgate",
+        default=f"{shlex.quote(sys.executable)} -m gradgate",
+        help="command that runs gradgate (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--findings-from",
+        type=Path,
+        default=None,
+        help="debug: read findings from this JSON file instead of running gradgate",
+    )
+    parser.add_argument(
+        "--json",
+        dest="json_out",
+        type=Path,
+        default=None,
+        help="write the numbers and the missed/false-positive lists here",
+    )
     return parser.parse_args(argv)
 
 
@@ -437,17 +443,35 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
 
     if args.json_out is not None:
-        args.json_out.write_text(json.dumps({
-            "packages": {p.name: {"version": p.version, **report.by_package[p.name].as_dict()} for p in packages},
-            "rules": {rule: s.as_dict() for rule, s in sorted(report.by_rule.items())},
-            "total": report.total.as_dict(),
-            "missed": [{"package": l.package, "path": l.path, "line": l.line, "rule": l.rule, "source": l.source}
-                       for l in report.missed],
-            "false_positives": [{"package": f.package, "path": f.path, "line": f.line, "rule": f.rule,
-                                 "label": None if l is None else l.label, "message": f.message}
-                                for f, l in report.false_positives],
-            "errors": errors,
-        }, indent=2) + "\n")
+        args.json_out.write_text(
+            json.dumps(
+                {
+                    "packages": {
+                        p.name: {"version": p.version, **report.by_package[p.name].as_dict()} for p in packages
+                    },
+                    "rules": {rule: s.as_dict() for rule, s in sorted(report.by_rule.items())},
+                    "total": report.total.as_dict(),
+                    "missed": [
+                        {"package": l.package, "path": l.path, "line": l.line, "rule": l.rule, "source": l.source}
+                        for l in report.missed
+                    ],
+                    "false_positives": [
+                        {
+                            "package": f.package,
+                            "path": f.path,
+                            "line": f.line,
+                            "rule": f.rule,
+                            "label": None if l is None else l.label,
+                            "message": f.message,
+                        }
+                        for f, l in report.false_positives
+                    ],
+                    "errors": errors,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
 
     if errors:
         return 2

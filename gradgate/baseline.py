@@ -80,8 +80,13 @@ def load(path: str) -> Counter:
             rule, digest, count = entry["rule"], entry["fingerprint"], entry.get("count", 1)
         except (KeyError, TypeError, AttributeError):
             raise BaselineError(f"{path}: malformed baseline entry {_short(entry)}") from None
-        if (not isinstance(rule, str) or not isinstance(digest, str)
-                or not isinstance(count, int) or isinstance(count, bool) or not 0 < count <= MAX_COUNT):
+        if (
+            not isinstance(rule, str)
+            or not isinstance(digest, str)
+            or not isinstance(count, int)
+            or isinstance(count, bool)
+            or not 0 < count <= MAX_COUNT
+        ):
             raise BaselineError(f"{path}: malformed baseline entry {_short(entry)}")
         known[(rule, digest)] += count
     return known

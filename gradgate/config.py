@@ -65,7 +65,10 @@ DEFAULT_COMM_CALL_PATTERNS: tuple[str, ...] = (
 )
 #: ... unless it also matches one of these (backward communication)
 DEFAULT_BACKWARD_CALL_PATTERNS: tuple[str, ...] = (
-    r"grad_sync", r"dgrad", r"wgrad", r"backward",
+    r"grad_sync",
+    r"dgrad",
+    r"wgrad",
+    r"backward",
     r"(^|_)loss(_|$)",  # a loss is computed for its gradient: training-step work
 )
 #: a call named like a question asks about communication, it does not communicate
@@ -116,16 +119,26 @@ class Config:
     def __post_init__(self) -> None:
         from .registry import known_codes
 
-        codes = known_codes() if (
-            self.select or self.extend_select or self.ignore or self.per_file_ignores
-        ) else frozenset()
-        wanted = [*(self.select or ()), *self.extend_select, *self.ignore,
-                  *(c for _, cs in self.per_file_ignores for c in cs)]
+        codes = (
+            known_codes()
+            if (self.select or self.extend_select or self.ignore or self.per_file_ignores)
+            else frozenset()
+        )
+        wanted = [
+            *(self.select or ()),
+            *self.extend_select,
+            *self.ignore,
+            *(c for _, cs in self.per_file_ignores for c in cs),
+        ]
         for code in wanted:
             if not any(known.startswith(code.upper()) for known in codes):
                 raise ConfigError(f"unknown rule code {code!r}; `gradgate rules` lists them")
-        for pattern in (*self.comm_flag_patterns, *self.backward_flag_patterns, *self.comm_call_patterns,
-                        *self.non_forward_functions):
+        for pattern in (
+            *self.comm_flag_patterns,
+            *self.backward_flag_patterns,
+            *self.comm_call_patterns,
+            *self.non_forward_functions,
+        ):
             try:
                 re.compile(pattern)
             except re.error as exc:

@@ -82,9 +82,7 @@ def _parse_cst(text: str) -> "cst.Module":
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        raise LintError(
-            f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}"
-        ) from None
+        raise LintError(f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}") from None
     except cst.CSTValidationError as exc:
         # valid Python LibCST refuses to build, e.g. `(a if b else c)and d` (CPython needs
         # no space after the parenthesis; LibCST's BooleanOperation validation wants one)
@@ -122,7 +120,7 @@ class Snippet:
         code = module.code
         if not (code.startswith(self.header) and code.endswith(self.sentinel)):
             raise _FixInvalid("a fix changed the snippet frame")
-        return code[len(self.header):len(code) - len(self.sentinel)]
+        return code[len(self.header) : len(code) - len(self.sentinel)]
 
 
 def _ranges(statements: Sequence[ast.stmt]) -> list[tuple[int, int]]:
@@ -143,7 +141,7 @@ def _frame(lines: list[str], first: int, last: int, top_level: bool = False) -> 
     a fix removes its last statement, and keeps LibCST from dropping the final line
     ending of a file whose lines end in a lone CR.
     """
-    body = "".join(lines[first - 1:last])
+    body = "".join(lines[first - 1 : last])
     if not body.endswith(("\n", "\r")):
         body += "\n"  # last line of a file without a final newline
     indent = "" if top_level else body[: len(body) - len(body.lstrip(" \t"))]
@@ -168,8 +166,9 @@ def _parse_frame(lines: list[str], first: int, last: int, top_level: bool = Fals
     return Snippet(first, last, header, module, sentinel)
 
 
-def _snippets(lines: list[str], statements: Sequence[ast.stmt], whole: bool,
-              parent: Mapping[ast.stmt, ast.stmt] | None = None) -> list[Snippet]:
+def _snippets(
+    lines: list[str], statements: Sequence[ast.stmt], whole: bool, parent: Mapping[ast.stmt, ast.stmt] | None = None
+) -> list[Snippet]:
     """Parse the candidate statements' lines (or the whole file) with LibCST.
 
     A statement that does not parse alone (an ``elif``, or one that shares its line
@@ -269,15 +268,23 @@ class _Analysis:
         _statement, sign, _trail = self.model.results[function].origins[origin]
         return widen_to_pure_grad(origin, entry.statement, sign)
 
-    def _finding(self, rule: type["Rule"], origin: ast.AST, entries: list[Entry],
-                 target: tuple[ast.AST, int], fixed_too: frozenset[ast.AST]) -> _Found | None:
+    def _finding(
+        self,
+        rule: type["Rule"],
+        origin: ast.AST,
+        entries: list[Entry],
+        target: tuple[ast.AST, int],
+        fixed_too: frozenset[ast.AST],
+    ) -> _Found | None:
         first = entries[0]
         statement = first.statement
         span = self.source.span(origin)
         line = span[0]
         text = self.lines[line - 1].rstrip("\r\n") if line <= len(self.lines) else ""
         statement_text = self.lines[statement.lineno - 1] if statement.lineno <= len(self.lines) else ""
-        silenced = next((n for n, t in ((line, text), (statement.lineno, statement_text)) if suppressed(t, rule.CODE)), None)
+        silenced = next(
+            (n for n, t in ((line, text), (statement.lineno, statement_text)) if suppressed(t, rule.CODE)), None
+        )
         read = " ".join(self.source.text(span).split())
         message = rule.describe(first.decision, read)
         fix_plan: FixPlan | None = None
@@ -297,9 +304,16 @@ class _Analysis:
         if flow:
             flow += (FlowStep(self.path, line, span[1] + 1, f"grad mode decides `{first.decision.name}` here"),)
         finding = Finding(
-            path=self.path, rule=rule.CODE, message=message,
-            line=line, column=span[1] + 1, end_line=span[2], end_column=span[3] + 1,
-            applicability=applicability, source_line=text, flow=flow,
+            path=self.path,
+            rule=rule.CODE,
+            message=message,
+            line=line,
+            column=span[1] + 1,
+            end_line=span[2],
+            end_column=span[3] + 1,
+            applicability=applicability,
+            source_line=text,
+            flow=flow,
             fix_title=FIX_TITLES.get(fix_plan.action, "") if fix_plan is not None else "",
         )
         if silenced is not None:
@@ -321,12 +335,19 @@ class _Analysis:
             if not judged:
                 continue  # it names only rules this run does not check
             unknown = [c for c in codes or () if c not in known]
-            reason = f"unknown rule code{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}" if unknown \
+            reason = (
+                f"unknown rule code{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
+                if unknown
                 else "nothing is reported here"
+            )
             finding = Finding(
-                path=self.path, rule=UNUSED_SUPPRESSION_CODE,
+                path=self.path,
+                rule=UNUSED_SUPPRESSION_CODE,
                 message=f"unused suppression `{comment}`: {reason}",
-                line=line, column=column, end_line=line, end_column=column + len(comment),
+                line=line,
+                column=column,
+                end_line=line,
+                end_column=column + len(comment),
                 source_line=self.lines[line - 1].rstrip("\r\n"),
             )
             out.append(_Found(finding, None))
@@ -391,7 +412,7 @@ class _Analysis:
             except PlanError as exc:
                 raise _FixInvalid(f"a fix could not be applied ({exc}); file left unchanged") from None
             new_body = snippet.body_of(new_module)
-            original_body = "".join(lines[snippet.first - 1:snippet.last])
+            original_body = "".join(lines[snippet.first - 1 : snippet.last])
             if _comments(new_body) < _comments(original_body):
                 raise _FixInvalid("a fix would drop a comment; file left unchanged")
             try:
@@ -402,7 +423,7 @@ class _Analysis:
                 new_body = new_body[:-1]  # we added that newline in _frame
             if "\n" not in original_body and "\r" in original_body:
                 new_body = new_body.replace("\n", "\r")  # lone-CR lines: LibCST's new ones too
-            lines[snippet.first - 1:snippet.last] = [new_body]
+            lines[snippet.first - 1 : snippet.last] = [new_body]
         return "".join(lines), [f for _, f in plans], cst_lines
 
 
@@ -428,7 +449,7 @@ def _edit(old: str, new: str) -> Edit:
 
     line, column = position(start)
     end_line, end_column = position(len(old) - end)
-    return Edit(line, column, end_line, end_column, new[start:len(new) - end])
+    return Edit(line, column, end_line, end_column, new[start : len(new) - end])
 
 
 def _overlaps(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
@@ -452,8 +473,13 @@ def may_hold_findings(data: bytes, config: Config) -> bool:
 
 
 def lint_source(
-    path: str, data: bytes, config: Config, fix: bool = False, prefilter: bool = True,
-    unsafe_fixes: bool = False, edits: bool = False,
+    path: str,
+    data: bytes,
+    config: Config,
+    fix: bool = False,
+    prefilter: bool = True,
+    unsafe_fixes: bool = False,
+    edits: bool = False,
 ) -> FileResult:
     """Lint (and optionally fix) ``data``, the bytes of the file ``path``.
 
@@ -488,9 +514,13 @@ def lint_source(
     from .source import encode_fixed
 
     return FileResult(
-        path, tuple(f.finding for f in final.found), source=data,
+        path,
+        tuple(f.finding for f in final.found),
+        source=data,
         fixed=encode_fixed(data, text, current, encoding),
-        fixed_findings=tuple(fixed_findings), stage="fix", cst_lines=cst_lines,
+        fixed_findings=tuple(fixed_findings),
+        stage="fix",
+        cst_lines=cst_lines,
     )
 
 
@@ -515,8 +545,15 @@ def attach_edits(result: FileResult, config: Config) -> FileResult:
     return replace(result, findings=findings)
 
 
-def _fix(path: str, text: str, analysis: _Analysis, config: Config, rules: Sequence[type["Rule"]],
-         prefilter: bool, unsafe_fixes: bool) -> tuple[_Analysis, str, list[Finding], int]:
+def _fix(
+    path: str,
+    text: str,
+    analysis: _Analysis,
+    config: Config,
+    rules: Sequence[type["Rule"]],
+    prefilter: bool,
+    unsafe_fixes: bool,
+) -> tuple[_Analysis, str, list[Finding], int]:
     current = text
     fixed_findings: list[Finding] = []
     cst_lines = 0
@@ -540,8 +577,9 @@ def _fix(path: str, text: str, analysis: _Analysis, config: Config, rules: Seque
     return analysis, current, fixed_findings, cst_lines
 
 
-def lint_file(path: str, config: Config, fix: bool = False, prefilter: bool = True,
-              unsafe_fixes: bool = False) -> FileResult:
+def lint_file(
+    path: str, config: Config, fix: bool = False, prefilter: bool = True, unsafe_fixes: bool = False
+) -> FileResult:
     """:func:`lint_source` on the file at ``path`` (read, never written): the one-file
     entry for library users; many files go through :func:`gradgate.runner.run`."""
     try:

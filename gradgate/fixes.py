@@ -68,8 +68,9 @@ def find(positions: Mapping[cst.CSTNode, "CodeRange"], kinds: tuple[type[N], ...
     return best
 
 
-def apply_plans(module: cst.Module, positions: Mapping[cst.CSTNode, "CodeRange"], plans: Sequence[FixPlan],
-                offset: int) -> cst.Module:
+def apply_plans(
+    module: cst.Module, positions: Mapping[cst.CSTNode, "CodeRange"], plans: Sequence[FixPlan], offset: int
+) -> cst.Module:
     """``module`` (a snippet whose line n is file line n + offset) with ``plans`` done."""
     expressions: dict[cst.CSTNode, cst.CSTNode] = {}
     statements: dict[cst.CSTNode, FixPlan] = {}
@@ -94,14 +95,21 @@ def apply_plans(module: cst.Module, positions: Mapping[cst.CSTNode, "CodeRange"]
             parent = next(n for n in positions if isinstance(n, cst.If) and n.orelse is target)
             elif_parents[parent] = (target, plan)
         else:
-            kinds: tuple[type[cst.CSTNode], ...] = (cst.If, cst.While) if action in ("keep-body", "keep-orelse") else (
-                cst.BaseCompoundStatement, cst.BaseSmallStatement)
+            kinds: tuple[type[cst.CSTNode], ...] = (
+                (cst.If, cst.While)
+                if action in ("keep-body", "keep-orelse")
+                else (cst.BaseCompoundStatement, cst.BaseSmallStatement)
+            )
             statements[find(positions, kinds, plan.node, offset)] = plan
     return module.visit(_transformer_type()(expressions, statements, elif_parents))
 
 
-def _remove_item(positions: Mapping[cst.CSTNode, "CodeRange"], plan: FixPlan, offset: int,
-                 expressions: dict[cst.CSTNode, cst.CSTNode]) -> None:
+def _remove_item(
+    positions: Mapping[cst.CSTNode, "CodeRange"],
+    plan: FixPlan,
+    offset: int,
+    expressions: dict[cst.CSTNode, cst.CSTNode],
+) -> None:
     if plan.action == "remove-element":
         sequence = cast("cst.List | cst.Tuple", find(positions, (cst.List, cst.Tuple), plan.node, offset))
         victim = find(positions, (cst.BaseExpression,), _child(plan), offset)
@@ -120,7 +128,7 @@ def _without(items: list[Item], victim: cst.CSTNode) -> list[Item]:
     index = next((i for i, item in enumerate(items) if item.value is victim), None)
     if index is None:
         raise PlanError("item not found")
-    kept = items[:index] + items[index + 1:]
+    kept = items[:index] + items[index + 1 :]
     if kept and index == len(items) - 1:
         kept[-1] = kept[-1].with_changes(comma=items[index].comma)
     return kept
@@ -155,8 +163,11 @@ def _branching(statement: cst.CSTNode) -> cst.If | cst.While:
     return statement
 
 
-def _rebuilt_block(statements: Mapping[cst.CSTNode, FixPlan], original: cst.IndentedBlock | cst.Module,
-                   updated: cst.IndentedBlock | cst.Module) -> cst.IndentedBlock | cst.Module:
+def _rebuilt_block(
+    statements: Mapping[cst.CSTNode, FixPlan],
+    original: cst.IndentedBlock | cst.Module,
+    updated: cst.IndentedBlock | cst.Module,
+) -> cst.IndentedBlock | cst.Module:
     """``updated`` with the statement plans of its statements carried out: a kept body or
     ``else`` takes the statement's place, a removed statement hands the comment lines
     above it to the next one, and an emptied block gets a ``pass``."""
@@ -211,10 +222,11 @@ def _elif_replaced(updated: cst.If, target: cst.If, plan: FixPlan) -> cst.If:
     return updated.with_changes(orelse=orelse)
 
 
-def _small_statements_removed(statements: Mapping[cst.CSTNode, FixPlan],
-                              original: cst.SimpleStatementLine | cst.SimpleStatementSuite,
-                              updated: cst.SimpleStatementLine | cst.SimpleStatementSuite,
-                              ) -> cst.SimpleStatementLine | cst.SimpleStatementSuite:
+def _small_statements_removed(
+    statements: Mapping[cst.CSTNode, FixPlan],
+    original: cst.SimpleStatementLine | cst.SimpleStatementSuite,
+    updated: cst.SimpleStatementLine | cst.SimpleStatementSuite,
+) -> cst.SimpleStatementLine | cst.SimpleStatementSuite:
     """``updated`` less the ``;``-separated statements a plan removes (when some stay)."""
     small = [u for o, u in zip(original.body, updated.body) if o not in statements]
     if len(small) != len(updated.body) and small:
@@ -231,8 +243,12 @@ def _transformer_type() -> type:
         return _TYPE
 
     class Transformer(cst.CSTTransformer):
-        def __init__(self, expressions: dict[cst.CSTNode, cst.CSTNode], statements: dict[cst.CSTNode, FixPlan],
-                     elif_parents: dict[cst.CSTNode, tuple[cst.If, FixPlan]]) -> None:
+        def __init__(
+            self,
+            expressions: dict[cst.CSTNode, cst.CSTNode],
+            statements: dict[cst.CSTNode, FixPlan],
+            elif_parents: dict[cst.CSTNode, tuple[cst.If, FixPlan]],
+        ) -> None:
             super().__init__()
             self.expressions = expressions
             self.statements = statements

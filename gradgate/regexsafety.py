@@ -57,6 +57,8 @@ def backtracking_risk(pattern: str) -> str | None:
     except (re.error, RecursionError):
         return "too complex to check"
     if _walk(parsed, False):
-        return ("a repetition inside a repetition (like `(a+)+`) can take exponential time; "
-                "write it without the nested quantifier")
+        return (
+            "a repetition inside a repetition (like `(a+)+`) can take exponential time; "
+            "write it without the nested quantifier"
+        )
     return None

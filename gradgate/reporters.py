@@ -45,8 +45,13 @@ def _fix_note(finding: Finding, unsafe_fixes: bool) -> str | None:
     return "help: an unsafe fix is available (`gradgate fix --unsafe-fixes`)"
 
 
-def render_text(findings: Sequence[Finding], show_source: bool = False, color: bool = False,
-                show_fixes: bool = False, unsafe_fixes: bool = False) -> str:
+def render_text(
+    findings: Sequence[Finding],
+    show_source: bool = False,
+    color: bool = False,
+    show_fixes: bool = False,
+    unsafe_fixes: bool = False,
+) -> str:
     out: list[str] = []
     for finding in findings:
         out.append(text_line(finding, color))
@@ -55,15 +60,19 @@ def render_text(findings: Sequence[Finding], show_source: bool = False, color: b
             width = max(1, (finding.end_column - finding.column) if finding.end_line == finding.line else 1)
             out.append("    " + " " * (finding.column - 1) + _style("^" * width, _RED, color))
         for step in finding.flow if show_source else ():  # the concise form stays one line
-            out.append(f"    {_style('note:', _CYAN, color)} {display(step.path)}:{step.line}:{step.column}: {one_line(step.message)}")
+            out.append(
+                f"    {_style('note:', _CYAN, color)} {display(step.path)}:{step.line}:{step.column}: {one_line(step.message)}"
+            )
         if show_source or show_fixes:
             note = _fix_note(finding, unsafe_fixes)
             if note is not None:
                 out.append("    " + _style(note, _YELLOW, color))
         if show_fixes and finding.edit is not None:
             e = finding.edit
-            out.append(f"    {_style('fix:', _DIM, color)} replace {e.line}:{e.column}-{e.end_line}:{e.end_column} "
-                       f"with `{one_line(e.content)}`")
+            out.append(
+                f"    {_style('fix:', _DIM, color)} replace {e.line}:{e.column}-{e.end_line}:{e.end_column} "
+                f"with `{one_line(e.content)}`"
+            )
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -131,9 +140,14 @@ def finding_dict(finding: Finding) -> dict[str, object]:
         "message": finding.message,
         "fixable": finding.fixable,
         "applicability": None if finding.applicability is None else finding.applicability.value,
-        "fix": None if edit is None else {
-            "line": edit.line, "column": edit.column, "end_line": edit.end_line,
-            "end_column": edit.end_column, "content": edit.content,
+        "fix": None
+        if edit is None
+        else {
+            "line": edit.line,
+            "column": edit.column,
+            "end_line": edit.end_line,
+            "end_column": edit.end_column,
+            "content": edit.content,
         },
         "flow": [
             {"path": step.path, "line": step.line, "column": step.column, "message": step.message}
@@ -157,9 +171,7 @@ def unified_diff(result: FileResult) -> bytes:
     path = result.path[2:] if result.path.startswith("./") else result.path
     before = _lf_lines(result.source)
     after = _lf_lines(result.fixed)
-    lines = difflib.diff_bytes(
-        difflib.unified_diff, before, after, git_path(b"a/", path), git_path(b"b/", path)
-    )
+    lines = difflib.diff_bytes(difflib.unified_diff, before, after, git_path(b"a/", path), git_path(b"b/", path))
     out = []
     for line in lines:
         out.append(line)
@@ -227,9 +239,14 @@ def _uri(path: str) -> str:
     return uri_path(normal)
 
 
-def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (), root: str | None = None,
-                 baselined: Sequence[Finding] = (), baseline_file: str | None = None,
-                 suppressed: Sequence[Finding] = ()) -> str:
+def render_sarif(
+    findings: Sequence[Finding],
+    errors: Sequence[FileResult] = (),
+    root: str | None = None,
+    baselined: Sequence[Finding] = (),
+    baseline_file: str | None = None,
+    suppressed: Sequence[Finding] = (),
+) -> str:
     """SARIF 2.1.0. With a baseline, ``findings`` are the new results
     (``baselineState: new``) and ``baselined`` the known ones, reported as ``unchanged``
     with an external, accepted suppression (code scanning shows them as dismissed);
@@ -282,8 +299,7 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
             result["baselineState"] = "unchanged" if known else "new"
         if known:
             result["suppressions"] = [
-                {"kind": "external", "status": "accepted",
-                 "justification": f"recorded in the baseline {baseline_file}"}
+                {"kind": "external", "status": "accepted", "justification": f"recorded in the baseline {baseline_file}"}
             ]
         elif why == "comment":
             result["suppressions"] = [{"kind": "inSource", "status": "accepted"}]
@@ -358,9 +374,7 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
                 },
                 "columnKind": "unicodeCodePoints",
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + _uri_abs(base)}},
-                "invocations": [
-                    {"executionSuccessful": not errors, "toolExecutionNotifications": notifications}
-                ],
+                "invocations": [{"executionSuccessful": not errors, "toolExecutionNotifications": notifications}],
                 "results": results,
             }
         ],
@@ -398,11 +412,16 @@ def render_junit(findings: Sequence[Finding], errors: Sequence[FileResult] = ())
     by_file: dict[str, list[tuple[str, str, str]]] = {}
     for f in findings:
         by_file.setdefault(display(f.path), []).append(
-            (f"org.gradgate.{f.rule}", f"{display(f.path)}:{f.line}:{f.column}: {f.rule} {f.message}",
-             f"line {f.line}, col {f.column}, {f.message}")
+            (
+                f"org.gradgate.{f.rule}",
+                f"{display(f.path)}:{f.line}:{f.column}: {f.rule} {f.message}",
+                f"line {f.line}, col {f.column}, {f.message}",
+            )
         )
     for r in errors:
-        by_file.setdefault(display(r.path), []).append(("org.gradgate.error", f"{display(r.path)}: {r.error}", str(r.error)))
+        by_file.setdefault(display(r.path), []).append(
+            ("org.gradgate.error", f"{display(r.path)}: {r.error}", str(r.error))
+        )
     failures = sum(len(cases) for cases in by_file.values())
     out = ['<?xml version="1.0" encoding="UTF-8"?>']
     out.append(f'<testsuites name="gradgate" tests={attr(max(failures, 1))} failures={attr(failures)} errors="0">')
@@ -411,7 +430,7 @@ def render_junit(findings: Sequence[Finding], errors: Sequence[FileResult] = ())
         out.append('    <testcase name="No findings" classname="gradgate"/>')
         out.append("  </testsuite>")
     for path, cases in by_file.items():
-        out.append(f"  <testsuite name={attr(path)} tests={attr(len(cases))} failures={attr(len(cases))} errors=\"0\">")
+        out.append(f'  <testsuite name={attr(path)} tests={attr(len(cases))} failures={attr(len(cases))} errors="0">')
         for name, message, body in cases:
             out.append(f"    <testcase name={attr(name)} classname={attr(path)}>")
             out.append(f"      <failure message={attr(message)}>{_xml_escape(body)}</failure>")

@@ -171,8 +171,12 @@ def run(
         from .workers import die_with_parent
 
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
-                                   initializer=die_with_parent, initargs=(os.getpid(),))
+        pool = ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context(method),
+            initializer=die_with_parent,
+            initargs=(os.getpid(),),
+        )
         chunk = max(1, len(pending) // (workers * 4))
         computed = pool.map(_analyse, (job for _, job in pending), chunksize=chunk)
     try:

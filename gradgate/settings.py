@@ -43,8 +43,12 @@ _LIST_KEYS = {
     "grad-mode-names": "grad_names",
 }
 _EXTENDING = {
-    "comm_flag_patterns", "backward_flag_patterns", "comm_apis", "grad_functions",
-    "inference_functions", "grad_names",
+    "comm_flag_patterns",
+    "backward_flag_patterns",
+    "comm_apis",
+    "grad_functions",
+    "inference_functions",
+    "grad_names",
 }
 KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores"})
 #: keys holding rule codes (matched case-insensitively: stored upper-case)

@@ -96,5 +96,7 @@ class GradModeSelectsTrainEvalState(Rule):
 
     @classmethod
     def describe(cls, decision, read: str) -> str:
-        return (f"`{decision.name}` is fed grad mode here (`{read}`) but a module's train/eval mode "
-                "elsewhere: under model.train() with torch.no_grad() it picks the other state")
+        return (
+            f"`{decision.name}` is fed grad mode here (`{read}`) but a module's train/eval mode "
+            "elsewhere: under model.train() with torch.no_grad() it picks the other state"
+        )

@@ -63,10 +63,18 @@ def test_json_output(tree):
             "fix": {"line": 2, "column": 39, "end_line": 2, "end_column": 59, "content": ""},
             # how grad mode got there: its capture, then the decision
             "flow": [
-                {"path": f"pkg{os.sep}buggy.py", "line": 1, "column": 22,
-                 "message": "parameter `is_grad_enabled` taken as grad mode (no caller in the module supplies it)"},
-                {"path": f"pkg{os.sep}buggy.py", "line": 2, "column": 39,
-                 "message": "grad mode decides `ub_overlap_ag` here"},
+                {
+                    "path": f"pkg{os.sep}buggy.py",
+                    "line": 1,
+                    "column": 22,
+                    "message": "parameter `is_grad_enabled` taken as grad mode (no caller in the module supplies it)",
+                },
+                {
+                    "path": f"pkg{os.sep}buggy.py",
+                    "line": 2,
+                    "column": 39,
+                    "message": "grad mode decides `ub_overlap_ag` here",
+                },
             ],
         }
     ]
@@ -155,8 +163,14 @@ def test_rules_and_explain(tree):
     explained = run_cli("explain", "gg001", cwd=tree)
     assert explained.returncode == 0
     text = explained.stdout.decode()
-    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead",
-                    "## Fix safety", "## References"):
+    for heading in (
+        "## What it does",
+        "## Why is this bad?",
+        "## Example",
+        "## Use instead",
+        "## Fix safety",
+        "## References",
+    ):
         assert heading in text
     assert "https://github.com/NVIDIA/TransformerEngine/pull/3546" in text
 
@@ -176,7 +190,8 @@ def test_lint_path_never_imports_torch(tree):
     for name in ("torch", "transformer_engine"):
         (tree / "poison" / name).mkdir(parents=True)
         (tree / "poison" / name / "__init__.py").write_text(
-            f"open({str(marks / name)!r}, 'w').close()\nraise ImportError('lint imported {name}')\n")
+            f"open({str(marks / name)!r}, 'w').close()\nraise ImportError('lint imported {name}')\n"
+        )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / "poison"), str(ROOT)])}
     expected = {  # command: (exit code, a line its output must hold)
         ("check", "pkg"): (1, f"pkg{os.sep}buggy.py:2:39: GG001 forward communication flag `ub_overlap_ag`"),
@@ -185,8 +200,7 @@ def test_lint_path_never_imports_torch(tree):
         ("explain", "GG001"): (0, "## What it does"),
     }
     for command, (code, line) in expected.items():
-        result = subprocess.run([sys.executable, "-m", "gradgate", *command], cwd=tree,
-                                capture_output=True, env=env)
+        result = subprocess.run([sys.executable, "-m", "gradgate", *command], cwd=tree, capture_output=True, env=env)
         out, err = result.stdout.decode(), result.stderr.decode()
         assert result.returncode == code, (command, err)
         assert any(text.startswith(line) for text in out.splitlines()), (command, out)

@@ -45,8 +45,11 @@ def _expected(data: bytes) -> list[Marker]:
         match = _EXPECT.search(line)
         if match:
             rule, column, message = match.groups()
-            out.append(Marker(number, rule.decode(), int(column) if column else None,
-                              message.decode("utf-8") if message else None))
+            out.append(
+                Marker(
+                    number, rule.decode(), int(column) if column else None, message.decode("utf-8") if message else None
+                )
+            )
     return out
 
 
@@ -57,8 +60,10 @@ def _unmatched(findings: tuple[Finding, ...], markers: list[Marker]) -> list[str
         problems.append(f"found {[(f.line, f.rule) for f in findings]}, marked {[(m.line, m.rule) for m in markers]}")
     for finding, marker in zip(findings, markers):
         if not marker.matches(finding):
-            problems.append(f"line {finding.line}: found {finding.rule}:{finding.column} {finding.message!r}, "
-                            f"marked {marker.rule}:{marker.column} {marker.message!r}")
+            problems.append(
+                f"line {finding.line}: found {finding.rule}:{finding.column} {finding.message!r}, "
+                f"marked {marker.rule}:{marker.column} {marker.message!r}"
+            )
     return problems
 
 
@@ -86,12 +91,17 @@ def test_check_fixture(path: Path, prefilter: bool):
 
 def test_markers_say_line_column_and_message():
     """The marker forms, and that a wrong column or message is caught."""
-    data = (b"x = 1  # GG001\n"
-            b"y = 2  # GG001:12 forward communication flag `y`\n"
-            b"z = 3  # GG003:4\n"
-            b"w = 4  # GG001 is not a marker when text follows\n")
-    assert _expected(data) == [Marker(1, "GG001"), Marker(2, "GG001", 12, "forward communication flag `y`"),
-                               Marker(3, "GG003", 4)]
+    data = (
+        b"x = 1  # GG001\n"
+        b"y = 2  # GG001:12 forward communication flag `y`\n"
+        b"z = 3  # GG003:4\n"
+        b"w = 4  # GG001 is not a marker when text follows\n"
+    )
+    assert _expected(data) == [
+        Marker(1, "GG001"),
+        Marker(2, "GG001", 12, "forward communication flag `y`"),
+        Marker(3, "GG003", 4),
+    ]
     flag = Finding("t.py", "GG001", "forward communication flag `y` is gated on grad mode", 2, 12, 2, 13)
     assert Marker(2, "GG001", 12, "forward communication flag `y`").matches(flag)
     assert not Marker(2, "GG001", 13).matches(flag)
@@ -102,8 +112,9 @@ def test_markers_say_line_column_and_message():
 
 def _fix_pairs():
     for source in sorted(FIXTURES.glob("*/fix_*.in.py")):
-        yield pytest.param(source, source.with_name(source.name.replace(".in.py", ".out.py")),
-                           id=f"{source.parent.name}/{source.name}")
+        yield pytest.param(
+            source, source.with_name(source.name.replace(".in.py", ".out.py")), id=f"{source.parent.name}/{source.name}"
+        )
 
 
 @pytest.mark.parametrize("prefilter", [True, False], ids=["fast", "whole-module"])

@@ -54,7 +54,7 @@ def _apply(text: str, edits: list[types.TextEdit]) -> str:
         return offsets[p.line] + p.character if p.line < len(lines) else len(text)
 
     for edit in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
-        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
     return text
 
 
@@ -90,8 +90,11 @@ async def test_open_change_code_action_apply_edit_close_on_te(client: LanguageCl
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)), text="# edited\n")],
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)), text="# edited\n"
+                )
+            ],
         )
     )
     text = "# edited\n" + text
@@ -113,8 +116,11 @@ async def test_open_change_code_action_apply_edit_close_on_te(client: LanguageCl
         )
     )
     titles = [a.title for a in actions]
-    assert titles == ["Fix GG001: remove the grad-mode operand", "Suppress GG001 on this line",
-                      "Fix all gradgate findings (safe fixes)"]
+    assert titles == [
+        "Fix GG001: remove the grad-mode operand",
+        "Suppress GG001 on this line",
+        "Fix all gradgate findings (safe fixes)",
+    ]
     quick = actions[0]
     assert quick.kind == types.CodeActionKind.QuickFix and quick.is_preferred
     fixed_once = _apply(text, quick.edit.changes[uri])
@@ -123,9 +129,12 @@ async def test_open_change_code_action_apply_edit_close_on_te(client: LanguageCl
     assert await _diagnostics(client, uri) == [(390, 43, "GG001")]
 
     # the command sends the remaining fix with workspace/applyEdit; the client applies it
-    assert await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="gradgate.applyFixes", arguments=[uri])
-    ) is True
+    assert (
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="gradgate.applyFixes", arguments=[uri])
+        )
+        is True
+    )
     (sent,) = client.applied_edits
     fixed = _apply(fixed_once, sent.edit.changes[uri])
     _change(client, uri, 4, fixed)

@@ -46,9 +46,7 @@ def parse_choice_list(text: str, allowed: tuple[str, ...], what: str) -> tuple[s
         raise ValueError(f"no {what} given")
     unknown = [name for name in names if name not in allowed]
     if unknown:
-        raise ValueError(
-            f"unknown {what} {', '.join(map(repr, unknown))}; choose from {', '.join(allowed)} or all"
-        )
+        raise ValueError(f"unknown {what} {', '.join(map(repr, unknown))}; choose from {', '.join(allowed)} or all")
     return tuple(name for name in allowed if name in names)
 
 

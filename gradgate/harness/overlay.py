@@ -114,11 +114,7 @@ def build_overlay(original_dir: Path, overlay_root: Path) -> Overlay:
             overlay.copied.append(str(rel))
 
     for sibling in sorted(original_dir.parent.iterdir()):
-        if (
-            sibling.name.startswith(SIBLING_LIB_PREFIXES)
-            and is_shared_library(sibling.name)
-            and sibling.is_file()
-        ):
+        if sibling.name.startswith(SIBLING_LIB_PREFIXES) and is_shared_library(sibling.name) and sibling.is_file():
             dst = overlay_root / sibling.name
             if dst.is_symlink() or dst.exists():
                 dst.unlink()
@@ -267,14 +263,10 @@ def diff_overlay(original_dir: Path, package_dir: Path) -> list[ChangedFile]:
         shown = str(Path(package_dir.name) / rel)
         hunks = [
             {"original": _line_range(i1, i2), "fixed": _line_range(j1, j2)}
-            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
-                None, old_lines, new_lines, autojunk=False
-            ).get_opcodes()
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes()
             if tag != "equal"
         ]
-        diff = "".join(
-            difflib.unified_diff(old_lines, new_lines, f"a/{shown}", f"b/{shown}", n=1)
-        )
+        diff = "".join(difflib.unified_diff(old_lines, new_lines, f"a/{shown}", f"b/{shown}", n=1))
         changed.append(ChangedFile(path=shown, hunks=hunks, diff=diff))
     return changed
 
@@ -294,7 +286,5 @@ def build_fixed_overlay(original_dir: Path, overlay_root: Path, python: str = sy
         )
     changed = diff_overlay(overlay.original_dir, overlay.package_dir)
     if not changed:
-        raise OverlayError(
-            f"`{' '.join(fix.command)}` exited {fix.exit_code} but changed no file of the overlay"
-        )
+        raise OverlayError(f"`{' '.join(fix.command)}` exited {fix.exit_code} but changed no file of the overlay")
     return overlay, fix, changed

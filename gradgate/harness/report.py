@@ -40,9 +40,7 @@ def merge_runs(
             if key not in ("transformer_engine_path", "cases_seconds", "performance_seconds"):
                 environment.setdefault(key, value)
     environment["transformer_engine_paths"] = {
-        v: runs[v].get("environment", {}).get("transformer_engine_path")
-        for v in TE_VARIANTS
-        if v in runs
+        v: runs[v].get("environment", {}).get("transformer_engine_path") for v in TE_VARIANTS if v in runs
     }
     for variant in TE_VARIANTS:
         if variant in runs and not runs[variant].get("complete") and variant not in run_errors:
@@ -144,7 +142,9 @@ def verdict_lines(report: dict) -> list[str]:
     for entry in report.get("performance", []):
         status, text = perf_verdict(entry)
         if status in ("FAIL", "BUG", "ERROR"):
-            label = f"{entry['te']:<5} {entry['module']:<15} {entry['recipe']:<20} perf {entry['hidden']}x{entry['seq']}"
+            label = (
+                f"{entry['te']:<5} {entry['module']:<15} {entry['recipe']:<20} perf {entry['hidden']}x{entry['seq']}"
+            )
             lines.append(f"{status:<5} {label} {text}")
     for variant, error in (report.get("run_errors") or {}).items():
         lines.append(f"ERROR {variant:<5} run: {error}")
@@ -202,13 +202,7 @@ def _index(cases: list[dict]) -> dict:
 
 def _ordered_keys(cases: list[dict]) -> list[tuple[str, str, str]]:
     seen = {(c["module"], c["recipe"], c["mode"]) for c in cases}
-    return [
-        (m, r, mode)
-        for r in RECIPES
-        for m in MODULES
-        for mode in MODES
-        if (m, r, mode) in seen
-    ]
+    return [(m, r, mode) for r in RECIPES for m in MODULES for mode in MODES if (m, r, mode) in seen]
 
 
 def _overall_verdict(report: dict) -> str:
@@ -266,7 +260,10 @@ def _header_section(report: dict) -> list[str]:
 def _environment_section(env: dict) -> list[str]:
     out = ["## Environment", "", "| | |", "| --- | --- |"]
     rows = [
-        ("GPUs (= TP size)", f"{env.get('gpus')} x {env.get('gpu_name')} (compute capability {env.get('compute_capability')})"),
+        (
+            "GPUs (= TP size)",
+            f"{env.get('gpus')} x {env.get('gpu_name')} (compute capability {env.get('compute_capability')})",
+        ),
         ("torch", f"{env.get('torch')} (CUDA {env.get('cuda')}, NCCL {env.get('nccl')})"),
         ("transformer_engine", env.get("transformer_engine")),
         ("python", env.get("python")),
@@ -292,7 +289,7 @@ def _checked_section(report: dict) -> list[str]:
         f"(global sequence {shape.get('seq', '?')}, batch {shape.get('batch', '?')}, hidden {shape.get('hidden', '?')}, "
         "BF16 parameters) and compares the output and, where there is a backward, the input and every parameter gradient.",
         "",
-        "- `te.LayerNormLinear(hidden, 3*hidden, parallel_mode=\"column\", sequence_parallel=True, ub_overlap_ag=True, ub_name=\"qkv\")`",
+        '- `te.LayerNormLinear(hidden, 3*hidden, parallel_mode="column", sequence_parallel=True, ub_overlap_ag=True, ub_name="qkv")`',
         "- `te.LayerNormMLP(hidden, 4*hidden, set_parallel_mode=True, sequence_parallel=True, ub_overlap_ag=True, ub_overlap_rs=True)`",
         f"- Modes: {', '.join(MODE_TEXT[m] for m in modes)}.",
         "- Overlap path observed, not timed: TE's `fill_userbuffers_buffer_for_all_gather`, `get_ub` and "
@@ -371,7 +368,9 @@ def _results_section(report: dict) -> list[str]:
         f_over, f_match = _result_columns(fixed)
         diffs = " / ".join(_fmt_diff(c.get("max_abs_diff")) if c else "-" for c in (stock, fixed))
         verdicts = " / ".join(case_verdict(c)[0] if c else "-" for c in (stock, fixed))
-        out.append(f"| {module} | {recipe} | {mode} | {s_over} | {s_match} | {f_over} | {f_match} | {diffs} | {verdicts} |")
+        out.append(
+            f"| {module} | {recipe} | {mode} | {s_over} | {s_match} | {f_over} | {f_match} | {diffs} | {verdicts} |"
+        )
     checkpointing = "checkpointing has a first forward under no_grad and a recompute with grad"
     if any(c["mode"] == "checkpoint_non_reentrant" for c in cases):
         checkpointing = (
@@ -538,8 +537,9 @@ def render_plot(report: dict, path: Path) -> str | None:
                 ys.append(e["speedup"])
         bars = ax.bar(xs, ys, width=width * 0.95, label=f"{module} {recipe}")
         for x, y in zip(xs, ys):
-            ax.annotate(f"{y:.2f}", (x, y), ha="center", va="bottom", fontsize=7, xytext=(0, 1),
-                        textcoords="offset points")
+            ax.annotate(
+                f"{y:.2f}", (x, y), ha="center", va="bottom", fontsize=7, xytext=(0, 1), textcoords="offset points"
+            )
         del bars
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xticks(range(len(shapes)))
@@ -590,4 +590,3 @@ def load_report(path: Path) -> dict:
         if key not in report:
             raise ValueError(f"{path}: not a harness report (no {key!r})")
     return report
-

@@ -71,8 +71,12 @@ class SourceLines:
 
     def span(self, node: ast.AST) -> Span:
         line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
-        return (line, self.column(line, node.col_offset),  # type: ignore[attr-defined]
-                end_line, self.column(end_line, node.end_col_offset or 0))  # type: ignore[attr-defined]
+        return (
+            line,
+            self.column(line, node.col_offset),  # type: ignore[attr-defined]
+            end_line,
+            self.column(end_line, node.end_col_offset or 0),
+        )  # type: ignore[attr-defined]
 
     def comment_between(self, start: tuple[int, int], end: tuple[int, int]) -> bool:
         """Is there a comment token from ``start`` (inclusive) to ``end`` (exclusive)?
@@ -99,7 +103,7 @@ class SourceLines:
             import tokenize
 
             found = set()
-            chunk = "".join(self.lines[low - 1:high])
+            chunk = "".join(self.lines[low - 1 : high])
             try:
                 # newline=None: a lone CR ends a line, as CPython's tokenizer has it
                 for token in tokenize.generate_tokens(io.StringIO(chunk, newline=None).readline):
@@ -115,12 +119,18 @@ class SourceLines:
         line, column, end_line, end_column = span
         if line == end_line:
             return self.lines[line - 1][column:end_column]
-        parts = [self.lines[line - 1][column:], *self.lines[line:end_line - 1], self.lines[end_line - 1][:end_column]]
+        parts = [self.lines[line - 1][column:], *self.lines[line : end_line - 1], self.lines[end_line - 1][:end_column]]
         return "".join(parts)
 
 
-def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: "BlockIndex",
-         source: SourceLines, fixed_too: frozenset[ast.AST] = frozenset()) -> FixPlan | None:
+def plan(
+    target: ast.AST,
+    value: int,
+    statement: ast.stmt,
+    block_of: "BlockIndex",
+    source: SourceLines,
+    fixed_too: frozenset[ast.AST] = frozenset(),
+) -> FixPlan | None:
     """The plan that sets ``target`` (a grad-mode expression) to ``value`` inside
     ``statement``, or None (report only). ``block_of`` finds the node and list holding
     a statement; ``fixed_too`` are the other reads the same fix run sets (a chain of
@@ -156,8 +166,11 @@ def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: "BlockIndex
     if isinstance(parent, (ast.List, ast.Tuple)):
         call = parents_of(statement, parent).get(parent)
         if (
-            isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in ("all", "any")
-            and len(call.args) == 1 and value == (1 if call.func.id == "all" else 0)
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id in ("all", "any")
+            and len(call.args) == 1
+            and value == (1 if call.func.id == "all" else 0)
             and len(parent.elts) >= (3 if isinstance(parent, ast.Tuple) else 2)
         ):
             return FixPlan(statement, "remove-element", source.span(parent), source.span(target))
@@ -172,8 +185,13 @@ def _comment_inside(node: ast.AST, source: SourceLines) -> bool:
     return source.comment_between((line, column), (end_line, end_column))
 
 
-def _replace(node: ast.AST, kept: ast.AST, statement: ast.stmt,
-             block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines) -> FixPlan | None:
+def _replace(
+    node: ast.AST,
+    kept: ast.AST,
+    statement: ast.stmt,
+    block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]],
+    source: SourceLines,
+) -> FixPlan | None:
     outer, inner = source.span(node), source.span(kept)
     if source.comment_between(outer[:2], inner[:2]) or source.comment_between(inner[2:], outer[2:]):
         return None
@@ -182,8 +200,13 @@ def _replace(node: ast.AST, kept: ast.AST, statement: ast.stmt,
     return FixPlan(statement, "replace-by-child", outer, inner)
 
 
-def _remove_operand(chain: ast.BoolOp, operand: ast.AST, statement: ast.stmt,
-                    block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines) -> FixPlan | None:
+def _remove_operand(
+    chain: ast.BoolOp,
+    operand: ast.AST,
+    statement: ast.stmt,
+    block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]],
+    source: SourceLines,
+) -> FixPlan | None:
     values = chain.values
     index = values.index(operand)  # type: ignore[arg-type]
     span = source.span(operand)
@@ -203,23 +226,32 @@ def _is_self_assignment(statement: ast.stmt, value: ast.AST, kept: ast.AST) -> b
     if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is value:
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
         return len(targets) == 1 and ast.dump(targets[0], include_attributes=False).replace(
-            "ctx=Store()", "ctx=Load()") == ast.dump(kept, include_attributes=False)
+            "ctx=Store()", "ctx=Load()"
+        ) == ast.dump(kept, include_attributes=False)
     return False
 
 
-def _statement_plan(statement: ast.stmt, target: ast.AST, value: int,
-                    block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines) -> FixPlan | None:
+def _statement_plan(
+    statement: ast.stmt,
+    target: ast.AST,
+    value: int,
+    block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]],
+    source: SourceLines,
+) -> FixPlan | None:
     if isinstance(statement, ast.If) and statement.test is target:
         holder, _block = block_of.get(statement, (None, []))
         elif_clause = (
-            isinstance(holder, ast.If) and holder.orelse == [statement]
+            isinstance(holder, ast.If)
+            and holder.orelse == [statement]
             and source.lines[statement.lineno - 1].lstrip().startswith("elif")
         )
         top = _top_if(statement, block_of, source) if elif_clause else statement
         test_span = source.span(statement.test)
         header_end = (statement.body[0].lineno, 0)
-        if source.comment_between(test_span[:2], (test_span[0], len(source.lines[test_span[0] - 1]))) and \
-                statement.body[0].lineno == test_span[2]:
+        if (
+            source.comment_between(test_span[:2], (test_span[0], len(source.lines[test_span[0] - 1])))
+            and statement.body[0].lineno == test_span[2]
+        ):
             return None  # `if grad: x = 1  # comment` on one line
         if value:
             if statement.orelse and _has_comment_in(statement.orelse, source, else_header=statement):
@@ -233,7 +265,9 @@ def _statement_plan(statement: ast.stmt, target: ast.AST, value: int,
             return FixPlan(top, "keep-orelse", source.span(statement), elif_clause=True)
         return _statement_removal(statement, block_of, source)
     if isinstance(statement, ast.AugAssign) and statement.value is target:
-        if value == (1 if isinstance(statement.op, ast.BitAnd) else 0) and isinstance(statement.op, (ast.BitAnd, ast.BitOr)):
+        if value == (1 if isinstance(statement.op, ast.BitAnd) else 0) and isinstance(
+            statement.op, (ast.BitAnd, ast.BitOr)
+        ):
             return _statement_removal(statement, block_of, source)
         return None
     if isinstance(statement, ast.While) and statement.test is target and not value and not statement.orelse:
@@ -243,11 +277,17 @@ def _statement_plan(statement: ast.stmt, target: ast.AST, value: int,
     return None
 
 
-def _top_if(statement: ast.If, block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines) -> ast.stmt:
+def _top_if(
+    statement: ast.If, block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines
+) -> ast.stmt:
     node: ast.stmt = statement
     while True:
         holder, _ = block_of.get(node, (None, []))
-        if isinstance(holder, ast.If) and holder.orelse == [node] and source.lines[node.lineno - 1].lstrip().startswith("elif"):
+        if (
+            isinstance(holder, ast.If)
+            and holder.orelse == [node]
+            and source.lines[node.lineno - 1].lstrip().startswith("elif")
+        ):
             node = holder
         else:
             return node
@@ -259,14 +299,18 @@ def _has_comment_in(block: list[ast.stmt], source: SourceLines, else_header: ast
     start = (block[0].lineno, 0)
     if else_header is not None:  # from the end of the body: the `else:` line too
         last = else_header.body[-1]
-        start = (last.end_lineno or last.lineno, source.column(last.end_lineno or last.lineno, last.end_col_offset or 0))
+        start = (
+            last.end_lineno or last.lineno,
+            source.column(last.end_lineno or last.lineno, last.end_col_offset or 0),
+        )
     end_node = block[-1]
     end = (end_node.end_lineno or end_node.lineno, len(source.lines[(end_node.end_lineno or end_node.lineno) - 1]))
     return source.comment_between(start, end)
 
 
-def _statement_removal(statement: ast.stmt, block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]],
-                       source: SourceLines) -> FixPlan | None:
+def _statement_removal(
+    statement: ast.stmt, block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines
+) -> FixPlan | None:
     """Remove ``statement``; its own comments would go with it (no plan then), the
     comment lines above it move to the next statement (no plan when there is none)."""
     span = source.span(statement)
@@ -275,8 +319,11 @@ def _statement_removal(statement: ast.stmt, block_of: dict[ast.stmt, tuple[ast.A
         return None
     holder, block = block_of.get(statement, (None, []))
     position = next((i for i, s in enumerate(block) if s is statement), -1)
-    previous_end = block[position - 1].end_lineno if position > 0 else (
-        getattr(holder, "lineno", 0) if holder is not None and not isinstance(holder, ast.Module) else 0)
+    previous_end = (
+        block[position - 1].end_lineno
+        if position > 0
+        else (getattr(holder, "lineno", 0) if holder is not None and not isinstance(holder, ast.Module) else 0)
+    )
     has_leading = source.comment_between(((previous_end or 0) + 1, 0), (statement.lineno, 0))
     if has_leading and position + 1 >= len(block):
         return None
@@ -311,7 +358,7 @@ class BlockIndex:
             chosen = None
             for block in _blocks_of(node):
                 at = bisect.bisect_right([s.lineno for s in block], line) - 1
-                for candidate in block[max(at, 0):at + 2] if at >= 0 else ():
+                for candidate in block[max(at, 0) : at + 2] if at >= 0 else ():
                     if candidate is statement:
                         return node, block
                     if candidate.lineno <= line <= (candidate.end_lineno or candidate.lineno):

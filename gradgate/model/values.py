@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 from typing import Union
 
 
-
 @dataclass(frozen=True)
 class Step:
     """One place grad mode passed through: ``node``'s position, and what happened."""
@@ -62,7 +61,6 @@ class Value:
 
     def with_step(self, step: Step) -> "Value":
         return replace(self, trail=(*self.trail, step)) if self.trail else self
-
 
 
 @dataclass
