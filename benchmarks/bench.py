@@ -432,7 +432,7 @@ class Bench:
         slow = [t for t in tools if t.cmd is not None and (t.slow or t.once)]
         for tool in fast:  # warm-up: page cache, .pyc files, the warm caches
             self._one(tool, results[tool.key])
-        for round_ in range(self.args.runs):
+        for _ in range(self.args.runs):
             for tool in fast:
                 result = results[tool.key]
                 if result.failed:
@@ -1405,7 +1405,7 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
     )
     out.append("")
 
-    for key, data in report["corpora"].items():
+    for data in report["corpora"].values():
         out.append(f"### {data['package']} — `{data['import_dir']}/` ({data['archive']})")
         out.append("")
         counts = f"{data['files']} files, {data['bytes'] / MB:.2f} MB"

@@ -36,9 +36,10 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 RULES = ("GG001", "GG002", "GG003")
@@ -273,8 +274,8 @@ def score(
 ) -> Report:
     report = Report()
     names = [p.name for p in packages]
-    by_key = {(l.package, l.path, l.line): l for l in labels}
-    bugs = {(l.package, l.path, l.line, l.rule): l for l in labels if l.label == "BUG"}
+    by_key = {(label.package, label.path, label.line): label for label in labels}
+    bugs = {(label.package, label.path, label.line, label.rule): label for label in labels if label.label == "BUG"}
     for name in names:
         report.by_package[name] = Score()
     for rule in RULES:
@@ -307,7 +308,7 @@ def score(
                 rule_score.false_positives += 1
                 report.total.false_positives += 1
                 report.false_positives.append((finding, by_key.get(key[:3])))
-    report.missed = [l for k, l in bugs.items() if k not in hit and l.package in report.by_package]
+    report.missed = [label for k, label in bugs.items() if k not in hit and label.package in report.by_package]
     return report
 
 
@@ -341,8 +342,8 @@ def render(report: Report, source_of: dict[tuple[str, str, int], str]) -> str:
         f"### Missed bugs ({len(report.missed)})",
         "",
     ]
-    for l in sorted(report.missed, key=lambda l: (l.package, l.path, l.line)):
-        out.append(f"- {l.rule} {l.package} `{l.path}:{l.line}`: `{l.source}`")
+    for label in sorted(report.missed, key=lambda label: (label.package, label.path, label.line)):
+        out.append(f"- {label.rule} {label.package} `{label.path}:{label.line}`: `{label.source}`")
     out += ["", f"### False positives ({len(report.false_positives)})", ""]
     for finding, label in sorted(report.false_positives, key=lambda fl: (fl[0].package, fl[0].path, fl[0].line)):
         if label is None:
@@ -357,7 +358,7 @@ def render(report: Report, source_of: dict[tuple[str, str, int], str]) -> str:
 
 
 def source_lines(report: Report, labels: list[Label], roots: dict[str, Path]) -> dict[tuple[str, str, int], str]:
-    sources = {(l.package, l.path, l.line): l.source for l in labels}
+    sources = {(label.package, label.path, label.line): label.source for label in labels}
     for finding, _ in report.false_positives:
         key = (finding.package, finding.path, finding.line)
         root = roots.get(finding.package)
@@ -412,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"unknown package(s): {sorted(unknown)}", file=sys.stderr)
             return 2
         packages = [p for p in packages if p.name in args.package]
-    labels = [l for l in load_labels(args.labels) if l.package in {p.name for p in packages}]
+    labels = [label for label in load_labels(args.labels) if label.package in {p.name for p in packages}]
     errors: list[str] = []
     roots: dict[str, Path] = {}
 
@@ -452,8 +453,14 @@ def main(argv: list[str] | None = None) -> int:
                     "rules": {rule: s.as_dict() for rule, s in sorted(report.by_rule.items())},
                     "total": report.total.as_dict(),
                     "missed": [
-                        {"package": l.package, "path": l.path, "line": l.line, "rule": l.rule, "source": l.source}
-                        for l in report.missed
+                        {
+                            "package": label.package,
+                            "path": label.path,
+                            "line": label.line,
+                            "rule": label.rule,
+                            "source": label.source,
+                        }
+                        for label in report.missed
                     ],
                     "false_positives": [
                         {
@@ -461,10 +468,10 @@ def main(argv: list[str] | None = None) -> int:
                             "path": f.path,
                             "line": f.line,
                             "rule": f.rule,
-                            "label": None if l is None else l.label,
+                            "label": None if label is None else label.label,
                             "message": f.message,
                         }
-                        for f, l in report.false_positives
+                        for f, label in report.false_positives
                     ],
                     "errors": errors,
                 },

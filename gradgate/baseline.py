@@ -13,8 +13,8 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 
-from .results import Finding
 from .reporters import fingerprint
+from .results import Finding
 
 FORMAT = 1
 

@@ -6,12 +6,18 @@ import gc
 import os
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
 from . import __version__
 from .config import ConfigError
 from .escape import display
+
+if TYPE_CHECKING:  # imported where used: `gradgate --version` and `rules` start without them
+    from .runner import RunOptions
+    from .settings import Resolver
+    from .targets import Target
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -30,9 +36,9 @@ class Invocation:
 
     paths: tuple[str, ...]
     #: the files to check, each with its settings (empty when reading standard input)
-    targets: list  # list[gradgate.targets.Target]
-    resolver: object  # gradgate.settings.Resolver
-    options: object  # gradgate.runner.RunOptions
+    targets: list[Target]
+    resolver: Resolver
+    options: RunOptions
     progress: bool
     #: the path standard input stands for, when a path is ``-``
     stdin_filename: str | None = None
@@ -350,7 +356,8 @@ class _Command(click.Command):
         except click.NoSuchOption as exc:
             hidden = {name for p in self.params if getattr(p, "hidden", False) for name in (*p.opts, *p.secondary_opts)}
             if exc.possibilities:
-                exc.possibilities = [p for p in exc.possibilities if p not in hidden]
+                # click's stubs mark it Final; replacing the exception would lose its context
+                exc.possibilities = [p for p in exc.possibilities if p not in hidden]  # type: ignore[misc]
             raise
 
 
@@ -358,7 +365,7 @@ class _Group(click.Group):
     """Loads the optional ``harness`` and ``witness`` commands (and their modules) only
     when they are used: ``check`` and ``fix`` start without them."""
 
-    LAZY = {"harness": "gradgate.harness.cli", "witness": "gradgate.witness.cli"}
+    LAZY: ClassVar[dict[str, str]] = {"harness": "gradgate.harness.cli", "witness": "gradgate.witness.cli"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -476,7 +483,7 @@ def check(
             raise click.UsageError(str(exc)) from None
         click.echo(f"Wrote {count} finding{'s' if count != 1 else ''} to {display(write_baseline_file)}.", err=True)
         sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
-    sarif: dict[str, object] = {}
+    sarif: dict[str, Any] = {}
     if baseline_file:
         try:
             known = baseline.load(baseline_file)

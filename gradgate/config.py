@@ -147,7 +147,7 @@ class Config:
             if risk is not None:
                 raise ConfigError(f"regular expression {pattern!r} refused: {risk}")
 
-    def with_changes(self, **changes: Any) -> "Config":
+    def with_changes(self, **changes: Any) -> Config:
         return replace(self, **changes)
 
     @cached_property

@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .config import Config
 from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
@@ -70,13 +70,13 @@ class _FixInvalid(LintError):
     """A fix does not fit the file; the file is left unchanged, its findings kept."""
 
 
-def selected_rules(config: Config) -> list[type["Rule"]]:
+def selected_rules(config: Config) -> list[type[Rule]]:
     from .rule import all_rules
 
     return [r for r in all_rules() if config.selects(r.CODE, r.DEFAULT_ENABLED)]
 
 
-def _parse_cst(text: str) -> "cst.Module":
+def _parse_cst(text: str) -> cst.Module:
     import libcst as cst
 
     try:
@@ -91,6 +91,14 @@ def _parse_cst(text: str) -> "cst.Module":
         raise LintError("too deeply nested to parse") from None
 
 
+class _Parents(Protocol):
+    """Statement -> the statement whose block holds it (a mapping, or a lookup on demand)."""
+
+    def __contains__(self, statement: object) -> bool: ...
+
+    def __getitem__(self, statement: ast.stmt) -> ast.stmt: ...
+
+
 # -- snippets ----------------------------------------------------------------------
 @dataclass
 class Snippet:
@@ -103,20 +111,20 @@ class Snippet:
     first: int
     last: int
     header: str
-    module: "cst.Module"
+    module: cst.Module
     #: a ``pass`` after the lines, so that removing every statement of an indented
     #: snippet leaves its ``if 1:`` block valid; it is cut off again when splicing
     sentinel: str = ""
     #: LibCST regenerates the parsed text exactly; fixes are applied only then
     lossless: bool = True
     #: LibCST positions of the module's nodes, set when the rules visit it
-    positions: "Mapping[cst.CSTNode, CodeRange] | None" = None
+    positions: Mapping[cst.CSTNode, CodeRange] | None = None
 
     @property
     def line_offset(self) -> int:
         return self.first - 1 - self.header.count("\n")
 
-    def body_of(self, module: "cst.Module") -> str:
+    def body_of(self, module: cst.Module) -> str:
         code = module.code
         if not (code.startswith(self.header) and code.endswith(self.sentinel)):
             raise _FixInvalid("a fix changed the snippet frame")
@@ -167,7 +175,7 @@ def _parse_frame(lines: list[str], first: int, last: int, top_level: bool = Fals
 
 
 def _snippets(
-    lines: list[str], statements: Sequence[ast.stmt], whole: bool, parent: Mapping[ast.stmt, ast.stmt] | None = None
+    lines: list[str], statements: Sequence[ast.stmt], whole: bool, parent: _Parents | None = None
 ) -> list[Snippet]:
     """Parse the candidate statements' lines (or the whole file) with LibCST.
 
@@ -218,7 +226,7 @@ class _Found:
 class _Analysis:
     """One pass over one version of a file's text."""
 
-    def __init__(self, path: str, text: str, config: Config, rules: Sequence[type["Rule"]], whole: bool = False):
+    def __init__(self, path: str, text: str, config: Config, rules: Sequence[type[Rule]], whole: bool = False):
         self.path = path
         self.text = text
         self.lines = split_lines(text)
@@ -243,10 +251,10 @@ class _Analysis:
             self.found.extend(self._unused_suppressions(text, rules))
         self.found.sort(key=lambda f: f.finding.sort_key())
 
-    def _judge(self, rules: Sequence[type["Rule"]]) -> None:
+    def _judge(self, rules: Sequence[type[Rule]]) -> None:
         bdd = self.model.bdd
         by_origin: dict[tuple[str, ast.AST], list[Entry]] = {}
-        rule_of: dict[str, type["Rule"]] = {}
+        rule_of: dict[str, type[Rule]] = {}
         for rule in rules:
             if not rule.DECISIONS:
                 continue
@@ -270,7 +278,7 @@ class _Analysis:
 
     def _finding(
         self,
-        rule: type["Rule"],
+        rule: type[Rule],
         origin: ast.AST,
         entries: list[Entry],
         target: tuple[ast.AST, int],
@@ -322,7 +330,7 @@ class _Analysis:
             return None
         return _Found(finding, fix_plan)
 
-    def _unused_suppressions(self, text: str, rules: Sequence[type["Rule"]]) -> list[_Found]:
+    def _unused_suppressions(self, text: str, rules: Sequence[type[Rule]]) -> list[_Found]:
         from .config import UNUSED_SUPPRESSION_CODE
         from .registry import known_codes
 
@@ -550,7 +558,7 @@ def _fix(
     text: str,
     analysis: _Analysis,
     config: Config,
-    rules: Sequence[type["Rule"]],
+    rules: Sequence[type[Rule]],
     prefilter: bool,
     unsafe_fixes: bool,
 ) -> tuple[_Analysis, str, list[Finding], int]:

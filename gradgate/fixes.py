@@ -33,23 +33,23 @@ def _child(plan: FixPlan) -> Span:
     return plan.child
 
 
-def _covers(where: "CodeRange", span: Span, offset: int) -> bool:
+def _covers(where: CodeRange, span: Span, offset: int) -> bool:
     start = (where.start.line + offset, where.start.column)
     end = (where.end.line + offset, where.end.column)
     return start <= (span[0], span[1]) and (span[2], span[3]) <= end
 
 
-def _inside(where: "CodeRange", span: Span, offset: int) -> bool:
+def _inside(where: CodeRange, span: Span, offset: int) -> bool:
     start = (where.start.line + offset, where.start.column)
     end = (where.end.line + offset, where.end.column)
     return (span[0], span[1]) <= start and end <= (span[2], span[3])
 
 
-def _size(where: "CodeRange") -> tuple[int, int]:
+def _size(where: CodeRange) -> tuple[int, int]:
     return (where.end.line - where.start.line, where.end.column - where.start.column)
 
 
-def find(positions: Mapping[cst.CSTNode, "CodeRange"], kinds: tuple[type[N], ...], span: Span, offset: int) -> N:
+def find(positions: Mapping[cst.CSTNode, CodeRange], kinds: tuple[type[N], ...], span: Span, offset: int) -> N:
     """The smallest node of one of ``kinds`` whose range covers ``span`` (a node's
     LibCST range includes its own parentheses; the stdlib span does not)."""
     best: N | None = None
@@ -69,7 +69,7 @@ def find(positions: Mapping[cst.CSTNode, "CodeRange"], kinds: tuple[type[N], ...
 
 
 def apply_plans(
-    module: cst.Module, positions: Mapping[cst.CSTNode, "CodeRange"], plans: Sequence[FixPlan], offset: int
+    module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange], plans: Sequence[FixPlan], offset: int
 ) -> cst.Module:
     """``module`` (a snippet whose line n is file line n + offset) with ``plans`` done."""
     expressions: dict[cst.CSTNode, cst.CSTNode] = {}
@@ -105,7 +105,7 @@ def apply_plans(
 
 
 def _remove_item(
-    positions: Mapping[cst.CSTNode, "CodeRange"],
+    positions: Mapping[cst.CSTNode, CodeRange],
     plan: FixPlan,
     offset: int,
     expressions: dict[cst.CSTNode, cst.CSTNode],

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from .escape import display, encodable, github_data, github_property, uri_path
 from .results import FileResult, Finding
 
-
 #: ANSI styles of the text format (used only when colour is on)
 _BOLD, _RED, _CYAN, _YELLOW, _DIM, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[36m", "\x1b[33m", "\x1b[2m", "\x1b[0m"
 
@@ -60,9 +59,8 @@ def render_text(
             width = max(1, (finding.end_column - finding.column) if finding.end_line == finding.line else 1)
             out.append("    " + " " * (finding.column - 1) + _style("^" * width, _RED, color))
         for step in finding.flow if show_source else ():  # the concise form stays one line
-            out.append(
-                f"    {_style('note:', _CYAN, color)} {display(step.path)}:{step.line}:{step.column}: {one_line(step.message)}"
-            )
+            where = f"{display(step.path)}:{step.line}:{step.column}"
+            out.append(f"    {_style('note:', _CYAN, color)} {where}: {one_line(step.message)}")
         if show_source or show_fixes:
             note = _fix_note(finding, unsafe_fixes)
             if note is not None:
@@ -202,7 +200,7 @@ def render_github(findings: Sequence[Finding], errors: Sequence[FileResult] = ()
         props.append(f"title={github_property('gradgate error')}")
         out.append(f"::error {','.join(props)}::{github_data(f'{display(r.path)}: {r.error}')}\n")
     for f in findings:
-        props = ",".join(
+        joined = ",".join(
             [
                 f"file={github_property(f.path)}",
                 f"line={f.line}",
@@ -212,7 +210,7 @@ def render_github(findings: Sequence[Finding], errors: Sequence[FileResult] = ()
                 f"title={github_property(f'gradgate {f.rule}')}",
             ]
         )
-        out.append(f"::error {props}::{github_data(f'{f.rule} {f.message}')}\n")
+        out.append(f"::error {joined}::{github_data(f'{f.rule} {f.message}')}\n")
     return "".join(out)
 
 
@@ -442,7 +440,7 @@ def render_junit(findings: Sequence[Finding], errors: Sequence[FileResult] = ())
 
 def _xml_text(text: str) -> str:
     """``text`` without the characters XML 1.0 cannot carry."""
-    return "".join(c if c in "\t\n\r" or (" " <= c and c not in "\ufffe\uffff") else "\ufffd" for c in text)
+    return "".join(c if c in "\t\n\r" or (c >= " " and c not in "\ufffe\uffff") else "\ufffd" for c in text)
 
 
 def _xml_escape(text: str) -> str:

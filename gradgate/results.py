@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 
-class Applicability(str, enum.Enum):
+class Applicability(enum.StrEnum):
     """How sure a fix is, as ruff grades them.
 
     ``safe`` fixes keep the program's meaning but for the bug and are applied by
@@ -88,7 +88,7 @@ class Finding:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Finding":
+    def from_json(cls, data: dict[str, Any]) -> Finding:
         """Raises KeyError, TypeError or ValueError on data of another shape."""
         edit = data.get("edit")
         applicability = data.get("applicability")

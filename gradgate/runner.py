@@ -18,8 +18,8 @@ from .config import Config
 from .discovery import discover
 from .engine import lint_source, may_hold_findings
 from .results import FileResult
-from .suppression import file_ignored_bytes
 from .source import SourceError, read_source
+from .suppression import file_ignored_bytes
 
 #: below this many files to analyse, a pool costs more than it saves
 PARALLEL_THRESHOLD = 8
@@ -148,9 +148,9 @@ def run(
                 continue
             recorded[index] = (abspath, digest, source.info)
         if file_ignored_bytes(data):  # `# gradgate: ignore-file`
-            results[index] = FileResult(item.path, stage="ignored")
+            results[index] = ignored = FileResult(item.path, stage="ignored")
             if cache is not None:
-                cache.put(*recorded.pop(index), now_ns, results[index])
+                cache.put(*recorded.pop(index), now_ns, ignored)
             continue
         if options.prefilter and not may_hold_findings(data, config):
             results[index] = prefiltered = FileResult(item.path, stage="prefilter")

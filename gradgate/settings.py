@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .config import Config, ConfigError
 
@@ -137,7 +138,7 @@ def load(path: str) -> Settings:
             f"{', '.join(unknown)} (known: {', '.join(sorted(KNOWN_KEYS))})"
         )
     defaults = Config()
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}
     for key, field_name in _LIST_KEYS.items():
         if key in table:
             values = _strings(path, key, table[key])

@@ -17,7 +17,6 @@ import stat
 import tokenize
 from dataclasses import dataclass
 
-
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
 
 

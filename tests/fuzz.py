@@ -49,11 +49,10 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 warnings.simplefilter("ignore")
 
+import strategies as S  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import seed as hypothesis_seed  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-import strategies as S  # noqa: E402
 
 #: violation kinds, grouped into the headline figures
 INVALID = {"reparse"}
@@ -243,7 +242,7 @@ def main() -> int:
         stats.record("gg", variant.data, outcome)
 
     def grammar(example, source="grammar"):
-        host, program, where, variant_seed = example
+        host, program, where, _variant_seed = example
         text = S.splice(host, program.text, where)
         data = text.encode("utf-8", "surrogatepass")
         stats.record(source, data, S.verify(data))

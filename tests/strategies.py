@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import ast
-import io
+import itertools
 import random
 import re
 import tokenize
@@ -158,7 +158,7 @@ def _gate(draw, k: int, indent: str, method: bool, shape: str):
     flag = f"{base}_{k}"
     params = [flag] if "." not in flag else []
     other = draw(st.sampled_from(OTHERS)).format(k=k)
-    params += sorted(set(re.findall(r"\b([a-z]+_%d)\b" % k, other)) | {f"x_{k}"})
+    params += sorted(set(re.findall(rf"\b([a-z]+_{k})\b", other)) | {f"x_{k}"})
     if shape == "backward_flag":
         flag = f"{draw(st.sampled_from(BACKWARD_BASES))}_{k}"
         params = [p for p in params if not p.startswith(base)] + ([] if "." in flag else [flag])
@@ -174,7 +174,7 @@ def _gate(draw, k: int, indent: str, method: bool, shape: str):
         flag = f"x_{k}_copy"
         params = [p for p in params if not p.startswith(base)]
     if chain_shape:
-        operands = [read.pos] + draw(st.lists(st.sampled_from([flag, other]), min_size=1, max_size=3, unique=True))
+        operands = [read.pos, *draw(st.lists(st.sampled_from([flag, other]), min_size=1, max_size=3, unique=True))]
         operands = draw(st.permutations(operands))
         if shape == "suppressed":  # one line: the comment must be on the read's line
             text = " and ".join(operands) + draw(
@@ -207,7 +207,7 @@ def _gate(draw, k: int, indent: str, method: bool, shape: str):
         body.append(f"{indent}{flag} = {flag} or {read.pos}\n")
         fix = "none"
     elif shape == "opposite":
-        operands = draw(st.permutations([read.neg, flag] + draw(st.lists(st.just(other), max_size=1))))
+        operands = draw(st.permutations([read.neg, flag, *draw(st.lists(st.just(other), max_size=1))]))
         text, comment = _join(draw, operands, indent)
         body.append(f"{indent}{flag} = {text}\n")
     elif shape == "opposite_if":
@@ -257,7 +257,7 @@ def gg_programs(draw, known_bad: bool = False) -> Program:
             params.insert(0, "self")
         signature = f"def {name}({', '.join(dict.fromkeys(params))}):\n"
         if context == "block":
-            body = [f"{unit}{draw(st.sampled_from(['for i in range(3):', 'if c:', 'try:', 'while c:']))}\n"] + body
+            body = [f"{unit}{draw(st.sampled_from(['for i in range(3):', 'if c:', 'try:', 'while c:']))}\n", *body]
             if body[0].strip() == "try:":
                 body.append(f"{unit}finally:\n{unit * 2}pass\n")
         pad = unit if context in ("method", "nested") else ""
@@ -716,9 +716,9 @@ def fixed_regions(text: str, findings) -> list[tuple[int, int]]:
             continue
         while True:
             up = parent.get(node)
-            if isinstance(up, ast.If) and up.orelse == [node] and lines[node.lineno - 1].lstrip().startswith("elif"):
-                node = up
-            elif isinstance(up, ast.stmt) and (up.lineno == node.lineno or _shares_line(up, node)):
+            if (
+                isinstance(up, ast.If) and up.orelse == [node] and lines[node.lineno - 1].lstrip().startswith("elif")
+            ) or (isinstance(up, ast.stmt) and (up.lineno == node.lineno or _shares_line(up, node))):
                 node = up
             else:
                 break
@@ -742,7 +742,7 @@ def _shares_line(holder: ast.stmt, node: ast.stmt) -> bool:
             lines_used = [s.lineno for s in block] + [s.end_lineno for s in block]
             return (
                 len(set(s.lineno for s in block)) < len(block)
-                or any(a.end_lineno == b.lineno for a, b in zip(block, block[1:]))
+                or any(a.end_lineno == b.lineno for a, b in itertools.pairwise(block))
                 or (name == "orelse" and holder.body and holder.body[-1].end_lineno == node.lineno)
                 or (lines_used.count(node.lineno) > 2)
             )

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
+
 from gradgate.source import ChangedOnDisk, SourceError, write_atomic
 
 BUGGY = (
@@ -33,7 +33,7 @@ UNFIXABLE = b"def f(ub_overlap_ag, is_grad_enabled):\n    ub_overlap_ag = ub_ove
 
 def _temporaries(directory: Path) -> list[str]:
     return sorted(
-        p.name for p in directory.rglob("*") if p.name.endswith(".gradgate") or p.name.startswith(".") and p.is_file()
+        p.name for p in directory.rglob("*") if p.name.endswith(".gradgate") or (p.name.startswith(".") and p.is_file())
     )
 
 
@@ -179,9 +179,9 @@ def test_fix_skips_file_changed_since_it_was_read(tmp_path, monkeypatch):
         return real(path, expected, new)
 
     monkeypatch.setattr(source, "write_atomic", edit_then_write)
-    code, stdout, stderr = _invoke("fix", ".", cwd=tmp_path)
+    code, _stdout, stderr = _invoke("fix", ".", cwd=tmp_path)
     assert code == 2
-    errors = [l for l in stderr.splitlines() if l.startswith("error:")]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert errors == [f"error: {'edited.py'}: file changed on disk since it was read; not overwritten"]
     assert (tmp_path / "edited.py").read_bytes() == b"# edited meanwhile\n" + BUGGY
     assert (tmp_path / "other.py").read_bytes() == BUGGY_FIXED
@@ -202,9 +202,9 @@ def test_fix_not_written_when_result_does_not_parse(tmp_path, monkeypatch):
     monkeypatch.setattr(fixes, "remove_operand", broken)
     (tmp_path / "m.py").write_bytes(BUGGY)
     (tmp_path / "clean.py").write_bytes(CLEAN)
-    code, stdout, stderr = _invoke("fix", ".", cwd=tmp_path)
+    code, _stdout, stderr = _invoke("fix", ".", cwd=tmp_path)
     assert code == 2, stderr
-    errors = [l for l in stderr.splitlines() if l.startswith("error:")]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith(f"error: {'m.py'}: ")
     assert "invalid" in errors[0]
     assert (tmp_path / "m.py").read_bytes() == BUGGY
@@ -234,7 +234,7 @@ def test_fix_write_failure_is_reported_and_original_intact(tmp_path):
         timeout=60,
     )
     assert result.returncode == 2, result.stderr.decode()
-    errors = [l for l in result.stderr.decode().splitlines() if l.startswith("error:")]
+    errors = [line for line in result.stderr.decode().splitlines() if line.startswith("error:")]
     assert errors == [f"error: {'big.py'}: cannot write: File too large"]
     assert (tmp_path / "big.py").read_bytes() == big
     assert os.stat(tmp_path / "big.py").st_mode & 0o7777 == 0o640
@@ -254,7 +254,7 @@ def test_fix_into_read_only_directory(tmp_path):
     try:
         result = run_cli("fix", "ro", cwd=tmp_path)
         assert result.returncode == 2
-        errors = [l for l in result.stderr.decode().splitlines() if l.startswith("error:")]
+        errors = [line for line in result.stderr.decode().splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and "cannot write" in errors[0] and "m.py" in errors[0]
         assert (tmp_path / "ro" / "m.py").read_bytes() == BUGGY
         assert sorted(p.name for p in (tmp_path / "ro").iterdir()) == ["m.py"]

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
 
 
@@ -250,7 +249,7 @@ def test_all_bad_inputs_at_once(tmp_path):
     errors = _errors(result.stderr)
     assert sorted(errors) == sorted([os.path.join(p) for p in reported] + ["missing.py", "missing_dir/"])
     assert errors["missing.py"] == "no such file or directory"
-    assert [(p.removeprefix("./"), l, c) for p, l, c in _good_paths(json.loads(result.stdout))] == GOOD_FINDINGS
+    assert [(p.removeprefix("./"), line, c) for p, line, c in _good_paths(json.loads(result.stdout))] == GOOD_FINDINGS
 
 
 def test_syntax_error_in_a_file_that_never_mentions_grad_mode(tmp_path):
@@ -262,7 +261,7 @@ def test_syntax_error_in_a_file_that_never_mentions_grad_mode(tmp_path):
     (tmp_path / "syntax_plain.py").write_bytes(b"def f(:\n    pass\n")
     fast = run_cli("check", "--format", "json", ".", cwd=tmp_path)
     assert (fast.returncode, fast.stderr) == (1, b"")
-    assert [(p.removeprefix("./"), l, c) for p, l, c in _good_paths(json.loads(fast.stdout))] == GOOD_FINDINGS
+    assert [(p.removeprefix("./"), line, c) for p, line, c in _good_paths(json.loads(fast.stdout))] == GOOD_FINDINGS
     full = run_cli("check", "--no-prefilter", "--format", "json", ".", cwd=tmp_path)
     assert full.returncode == 2
     assert _errors(full.stderr) == {os.path.join("syntax_plain.py"): "syntax error at 1:7: invalid syntax"}
@@ -340,7 +339,7 @@ def test_directory_symlink_loop_terminates_and_reports_each_file_once(tmp_path):
     result = cli("check", "--format", "json", ".", cwd=tmp_path)
     assert result.returncode == 1, result.stderr.decode()
     findings = json.loads(result.stdout)
-    assert [(p.removeprefix("./"), l, c) for p, l, c in _good_paths(findings)] == GOOD_FINDINGS
+    assert [(p.removeprefix("./"), line, c) for p, line, c in _good_paths(findings)] == GOOD_FINDINGS
 
 
 def test_special_file_named_py_does_not_hang(tmp_path):
@@ -526,5 +525,5 @@ def test_very_long_and_chain_never_crashes(tmp_path, command):
         assert long == ([(1, len(LONG_CHAIN) - len("is_grad_enabled\n") + 1)] if command == "check" else [])
     if command == "check":
         assert [
-            (p.removeprefix("./"), l, c) for p, l, c in _good_paths(findings) if not p.endswith("long.py")
+            (p.removeprefix("./"), line, c) for p, line, c in _good_paths(findings) if not p.endswith("long.py")
         ] == GOOD_FINDINGS

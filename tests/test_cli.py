@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
 
 BUGGY = b"def f(ub_overlap_ag, is_grad_enabled, x):\n    ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\n    return ub_overlap_ag\n"
@@ -195,7 +194,7 @@ def test_lint_path_never_imports_torch(tree):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / "poison"), str(ROOT)])}
     expected = {  # command: (exit code, a line its output must hold)
         ("check", "pkg"): (1, f"pkg{os.sep}buggy.py:2:39: GG001 forward communication flag `ub_overlap_ag`"),
-        ("fix", "--diff", "pkg"): (0, "+    ub_overlap_ag = ub_overlap_ag and x"),
+        ("fix", "--diff", "pkg"): (1, "+    ub_overlap_ag = ub_overlap_ag and x"),
         ("rules",): (0, "GG001  forward-comm-gated-on-grad-mode"),
         ("explain", "GG001"): (0, "## What it does"),
     }

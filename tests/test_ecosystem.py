@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
 
 BUGGY = (
@@ -44,7 +43,7 @@ def test_sarif_validates_against_the_oasis_schema(project):
     jsonschema.validate(sarif, json.loads(schema_path.read_text()))
     run = sarif["runs"][0]
     assert sarif["version"] == "2.1.0"
-    assert [r["id"] for r in run["tool"]["driver"]["rules"]][0] == "GG001"
+    assert next(r["id"] for r in run["tool"]["driver"]["rules"]) == "GG001"
     assert [
         (
             r["ruleId"],

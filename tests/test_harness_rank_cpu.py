@@ -171,7 +171,7 @@ def test_fixed_stand_in_passes_in_each_mode(monkeypatch, one_rank):
 
 
 def test_probe_restores_the_namespaces(monkeypatch):
-    te, namespaces = _fake_te(gated=True)
+    _te, namespaces = _fake_te(gated=True)
     for name, ns in namespaces.items():
         monkeypatch.setitem(sys.modules, name, ns)
     before = {

@@ -29,8 +29,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
-
-from gradgate.engine import lint_source
 from strategies import (
     CONFIG,
     encode_variant,
@@ -39,6 +37,8 @@ from strategies import (
     splice,
     verify,
 )
+
+from gradgate.engine import lint_source
 
 hypothesmith = pytest.importorskip("hypothesmith")
 

@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
+
 from gradgate import cache as cache_module
+from gradgate import source as source_module
 from gradgate.config import Config
 from gradgate.discovery import Discovered, discover
 from gradgate.runner import RunOptions, run
-from gradgate import source as source_module
 from gradgate.source import SourceError, write_atomic
 
 BUGGY = (
@@ -359,7 +359,7 @@ def test_a_planted_or_crafted_cache_is_ignored(tmp_path, attack):
     first = run_cli("check", "--cache-dir", str(cache_dir), "m.py", cwd=tree)
     assert first.returncode == 1
     target = _cache_file(tree, cache_dir)
-    header, _, body = target.read_bytes().partition(b"\n")
+    _header, _, body = target.read_bytes().partition(b"\n")
     entries = json.loads(body)["entries"]
     (abspath,) = entries
     clean = {**entries[abspath], "findings": []}

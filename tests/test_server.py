@@ -12,10 +12,9 @@ import pytest
 pytest.importorskip("pygls")
 pytest_lsp = pytest.importorskip("pytest_lsp")
 
+from conftest import ROOT  # noqa: E402
 from lsprotocol import types  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
-
-from conftest import ROOT  # noqa: E402
 
 MLP = "transformer_engine/pytorch/module/layernorm_mlp.py"
 SERVER_ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -140,8 +139,8 @@ async def test_open_change_code_action_apply_edit_close_on_te(client: LanguageCl
     _change(client, uri, 4, fixed)
     assert await _diagnostics(client, uri) == []
     # the buffer now holds exactly what `gradgate fix` writes (the header line aside)
-    from gradgate.engine import lint_source
     from gradgate.config import Config
+    from gradgate.engine import lint_source
 
     expected = lint_source(str(path), path.read_bytes(), Config(), fix=True).fixed
     assert fixed == "# edited\n" + expected.decode()

@@ -20,9 +20,9 @@ from gradgate.witness.report import case_verdict, exit_code, summary_line
 
 def _ev(kind: str, name: str, *lines: int, detail: dict | None = None) -> Event:
     frames = (
-        (Frame("/t/test.py", 5, "test", 1),)
-        + tuple(Frame("/m/mod.py", line, "M.forward", 10) for line in lines[:1])
-        + tuple(Frame("/m/mod.py", line, "helper", 40) for line in lines[1:])
+        Frame("/t/test.py", 5, "test", 1),
+        *tuple(Frame("/m/mod.py", line, "M.forward", 10) for line in lines[:1]),
+        *tuple(Frame("/m/mod.py", line, "helper", 40) for line in lines[1:]),
     )
     return Event(kind, name, detail or {}, frames)
 

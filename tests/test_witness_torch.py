@@ -21,9 +21,9 @@ import pytest
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
-from gradgate.witness import ForwardPathsDiffer, Probe, assert_same_forward_paths, compare_forwards  # noqa: E402
-
 from conftest import ROOT, run_cli  # noqa: E402
+
+from gradgate.witness import ForwardPathsDiffer, Probe, assert_same_forward_paths, compare_forwards  # noqa: E402
 
 CASES = ROOT / "tests" / "witness_cases"
 FAMILIES = CASES / "families.py"
@@ -244,7 +244,7 @@ def test_fix_changes_exactly_the_three_gates(fixed_run):
 
 
 def test_fixed_overlap_and_correct_uses_show_no_divergence(fixed_run):
-    _, _, proc, report = fixed_run
+    _, _, _proc, report = fixed_run
     for name in (*BUGGY[:3], *CORRECT):
         case = _case(report, name)
         assert (case["same"], case["divergences"], case["divergences_per_rank"]) == (True, [], [0] * NPROC), name
@@ -255,7 +255,7 @@ def test_fixed_overlap_and_correct_uses_show_no_divergence(fixed_run):
 def test_after_the_fix_only_the_report_only_finding_still_diverges(fixed_run):
     """The three GG001 families are fixed and take the same path in every mode; GG003
     (dropout off under no_grad) is report-only, and the witness still sees it."""
-    _, fixed, proc, report = fixed_run
+    _, _fixed, proc, report = fixed_run
     assert proc.returncode == 1
     for name in (*BUGGY[:3], *CORRECT):
         assert _case(report, name)["same"] is True, name
@@ -304,7 +304,7 @@ def test_probe_counts_and_probe_divergence(one_rank):
     probe = Probe("witness_helpers:counted_kernel", label="kernel")
     comparison = compare_forwards(helpers.FastPathUnderNoGrad(), torch.ones(2, 4), probes=[probe])
     assert [f.probe_counts() for f in comparison.forwards] == [{}, {"kernel": 1}, {"kernel": 1}, {}]
-    (first, second) = comparison.divergences
+    (first, _second) = comparison.divergences
     assert (first.other, [e.describe() for e in first.found]) == ("no_grad", ["probe kernel"])
     assert helpers.counted_kernel.__name__ == "counted_kernel" and not hasattr(helpers.counted_kernel, "__wrapped__")
     src = CASES / "witness_helpers.py"

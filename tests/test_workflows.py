@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
 
 GIT_ENV = {
@@ -136,7 +135,7 @@ def test_pre_commit_run_honours_exclude_and_nested_pyproject(tmp_path, pre_commi
     # the same files named by hand with --no-force-exclude: excluded ones come back
     named = run_cli("check", "--no-force-exclude", "vendored/lib.py", "sub/generated_x.py", cwd=repo)
     assert named.returncode == 1
-    assert sorted(l.split(": GG001")[0] for l in named.stdout.decode().splitlines() if ": GG001 " in l) == [
+    assert sorted(line.split(": GG001")[0] for line in named.stdout.decode().splitlines() if ": GG001 " in line) == [
         "sub/generated_x.py:2:39",
         "vendored/lib.py:2:39",
     ]

@@ -50,7 +50,7 @@ def locate_installed_package(name: str = PACKAGE) -> Path:
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         raise OverlayError(f"cannot find an installed {name!r} package on sys.path")
-    return Path(list(spec.submodule_search_locations)[0]).resolve()
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
 @dataclass
@@ -175,7 +175,7 @@ def gradgate_command(python: str = sys.executable) -> list[str]:
 
 def run_check_json(target: Path, python: str = sys.executable, cwd: Path | None = None):
     """Run ``gradgate check --format json target``; return (exit_code, findings or None, proc)."""
-    cmd = gradgate_command(python) + ["check", "--format", "json", str(target)]
+    cmd = [*gradgate_command(python), "check", "--format", "json", str(target)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_gradgate_env(), cwd=cwd)
     findings = None
     if proc.returncode in (0, 1):
@@ -193,7 +193,7 @@ def apply_fix(package_dir: Path, python: str = sys.executable) -> FixRun:
     package_dir = Path(package_dir)
     cwd = package_dir.parent
     _, before, _ = run_check_json(package_dir, python, cwd=cwd)
-    cmd = gradgate_command(python) + ["fix", str(package_dir)]
+    cmd = [*gradgate_command(python), "fix", str(package_dir)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_gradgate_env(), cwd=cwd)
     _, after, _ = run_check_json(package_dir, python, cwd=cwd)
     before, after = _relative_paths(before, cwd), _relative_paths(after, cwd)

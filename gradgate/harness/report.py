@@ -218,11 +218,13 @@ def _overall_verdict(report: dict) -> str:
     if fixed:
         ok = sum(1 for c in fixed if case_verdict(c)[0] == "PASS")
         parts.append(
-            f"Fixed TE (gradgate autofix): overlap path taken and output matching the reference in {ok}/{len(fixed)} cases."
+            "Fixed TE (gradgate autofix): overlap path taken and output matching the reference in "
+            f"{ok}/{len(fixed)} cases."
         )
     if stock:
         parts.append(
-            f"Stock TE: requested overlap dropped under no_grad (TE #2902 reproduced) in {len(stock_bug)}/{len(stock)} cases."
+            "Stock TE: requested overlap dropped under no_grad (TE #2902 reproduced) in "
+            f"{len(stock_bug)}/{len(stock)} cases."
         )
     return " ".join(parts)
 
@@ -286,11 +288,14 @@ def _checked_section(report: dict) -> list[str]:
         "",
         "Each case builds the module with the overlap requested and a reference module without it, "
         "copies the weights over (bitwise equal), runs both on the same sequence-parallel input shard "
-        f"(global sequence {shape.get('seq', '?')}, batch {shape.get('batch', '?')}, hidden {shape.get('hidden', '?')}, "
-        "BF16 parameters) and compares the output and, where there is a backward, the input and every parameter gradient.",
+        f"(global sequence {shape.get('seq', '?')}, batch {shape.get('batch', '?')}, "
+        f"hidden {shape.get('hidden', '?')}, BF16 parameters) and compares the output and, where there is a "
+        "backward, the input and every parameter gradient.",
         "",
-        '- `te.LayerNormLinear(hidden, 3*hidden, parallel_mode="column", sequence_parallel=True, ub_overlap_ag=True, ub_name="qkv")`',
-        "- `te.LayerNormMLP(hidden, 4*hidden, set_parallel_mode=True, sequence_parallel=True, ub_overlap_ag=True, ub_overlap_rs=True)`",
+        '- `te.LayerNormLinear(hidden, 3*hidden, parallel_mode="column", sequence_parallel=True, '
+        'ub_overlap_ag=True, ub_name="qkv")`',
+        "- `te.LayerNormMLP(hidden, 4*hidden, set_parallel_mode=True, sequence_parallel=True, "
+        "ub_overlap_ag=True, ub_overlap_rs=True)`",
         f"- Modes: {', '.join(MODE_TEXT[m] for m in modes)}.",
         "- Overlap path observed, not timed: TE's `fill_userbuffers_buffer_for_all_gather`, `get_ub` and "
         "`general_gemm` are wrapped in the `layernorm_linear` / `layernorm_mlp` module namespaces and calls are "
@@ -298,7 +303,8 @@ def _checked_section(report: dict) -> list[str]:
         "or `fc1_fprop` (LayerNormMLP) UserBuffers buffer and ran the GEMM with `ub_type=AG` on it; LayerNormMLP "
         "also needs a `ub_type=RS` GEMM on `fc2_fprop` (reduce-scatter overlap).",
         "- Match: BF16 must be bitwise equal; FP8 within |test - ref| <= atol + rtol * |ref| elementwise, "
-        "atol 0.0625, rtol 0.125 (the tolerances of TE's own overlap test). Differences are the largest over all ranks.",
+        "atol 0.0625, rtol 0.125 (the tolerances of TE's own overlap test). "
+        "Differences are the largest over all ranks.",
         "",
     ]
 
@@ -545,7 +551,7 @@ def render_plot(report: dict, path: Path) -> str | None:
     ax.set_xticks(range(len(shapes)))
     ax.set_xticklabels([f"h={h}\ns={s}" for h, s in shapes])
     ys_all = [e["speedup"] for e in perf]
-    lo, hi = min(ys_all + [1.0]), max(ys_all + [1.0])
+    lo, hi = min([*ys_all, 1.0]), max([*ys_all, 1.0])
     pad = max(0.02, (hi - lo) * 0.15)
     ax.set_ylim(max(0.0, lo - pad), hi + pad)
     ax.set_ylabel("speedup (no-overlap time / overlap time)")

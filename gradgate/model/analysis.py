@@ -43,8 +43,8 @@ class ModuleAnalysis:
     def __init__(self, tree: ast.Module, config: Config, text: str | None = None) -> None:
         self.tree = tree
         self.config = config
-        self._lines = _LineIndex(text) if text is not None else None
-        self.index = ModuleIndex(tree, config, (lambda w: self._lines.lines_with({w})) if self._lines else None)
+        self._lines = lines = _LineIndex(text) if text is not None else None
+        self.index = ModuleIndex(tree, config, (lambda w: lines.lines_with({w})) if lines is not None else None)
         self.bdd = Manager()
         self.context = Context(self.index, self.bdd)
         self.results: dict[str | None, FunctionResult] = {}
@@ -428,4 +428,4 @@ class _LineIndex:
         return sorted(found)
 
 
-__all__ = ["Entry", "ModuleAnalysis", "parents_of", "widen_to_pure_grad", "replace"]
+__all__ = ["Entry", "ModuleAnalysis", "parents_of", "replace", "widen_to_pure_grad"]

@@ -70,13 +70,10 @@ class SourceLines:
         return len(encoded[:byte_column].decode("utf-8", "replace"))
 
     def span(self, node: ast.AST) -> Span:
-        line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
-        return (
-            line,
-            self.column(line, node.col_offset),  # type: ignore[attr-defined]
-            end_line,
-            self.column(end_line, node.end_col_offset or 0),
-        )  # type: ignore[attr-defined]
+        # ast.AST declares no positions; every node this is asked about has them
+        line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
+        end_line, end_column = node.end_lineno or line, node.end_col_offset or 0  # type: ignore[attr-defined]
+        return (line, self.column(line, column), end_line, self.column(end_line, end_column))
 
     def comment_between(self, start: tuple[int, int], end: tuple[int, int]) -> bool:
         """Is there a comment token from ``start`` (inclusive) to ``end`` (exclusive)?
@@ -127,7 +124,7 @@ def plan(
     target: ast.AST,
     value: int,
     statement: ast.stmt,
-    block_of: "BlockIndex",
+    block_of: BlockIndex,
     source: SourceLines,
     fixed_too: frozenset[ast.AST] = frozenset(),
 ) -> FixPlan | None:
@@ -189,7 +186,7 @@ def _replace(
     node: ast.AST,
     kept: ast.AST,
     statement: ast.stmt,
-    block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]],
+    block_of: BlockIndex,
     source: SourceLines,
 ) -> FixPlan | None:
     outer, inner = source.span(node), source.span(kept)
@@ -204,7 +201,7 @@ def _remove_operand(
     chain: ast.BoolOp,
     operand: ast.AST,
     statement: ast.stmt,
-    block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]],
+    block_of: BlockIndex,
     source: SourceLines,
 ) -> FixPlan | None:
     values = chain.values
@@ -235,7 +232,7 @@ def _statement_plan(
     statement: ast.stmt,
     target: ast.AST,
     value: int,
-    block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]],
+    block_of: BlockIndex,
     source: SourceLines,
 ) -> FixPlan | None:
     if isinstance(statement, ast.If) and statement.test is target:
@@ -277,9 +274,7 @@ def _statement_plan(
     return None
 
 
-def _top_if(
-    statement: ast.If, block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines
-) -> ast.stmt:
+def _top_if(statement: ast.If, block_of: BlockIndex, source: SourceLines) -> ast.stmt:
     node: ast.stmt = statement
     while True:
         holder, _ = block_of.get(node, (None, []))
@@ -308,9 +303,7 @@ def _has_comment_in(block: list[ast.stmt], source: SourceLines, else_header: ast
     return source.comment_between(start, end)
 
 
-def _statement_removal(
-    statement: ast.stmt, block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines
-) -> FixPlan | None:
+def _statement_removal(statement: ast.stmt, block_of: BlockIndex, source: SourceLines) -> FixPlan | None:
     """Remove ``statement``; its own comments would go with it (no plan then), the
     comment lines above it move to the next statement (no plan when there is none)."""
     span = source.span(statement)
@@ -340,7 +333,9 @@ class BlockIndex:
         self._tree = tree
         self._found: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]] = {}
 
-    def get(self, statement: ast.stmt, default: tuple[ast.AST | None, list[ast.stmt]] = (None, [])):
+    def get(
+        self, statement: ast.stmt, default: tuple[ast.AST | None, list[ast.stmt]] = (None, [])
+    ) -> tuple[ast.AST | None, list[ast.stmt]]:
         found = self._found.get(statement)
         if found is None:
             found = self._descend(statement)

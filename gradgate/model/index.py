@@ -128,7 +128,7 @@ def own_calls(node: ast.AST) -> Iterator[ast.Call]:
 
 
 class ModuleIndex:
-    def __init__(self, tree: ast.Module, config: Config, lines: "Callable[[str], list[int]] | None" = None) -> None:
+    def __init__(self, tree: ast.Module, config: Config, lines: Callable[[str], list[int]] | None = None) -> None:
         """``lines(word)``, the lines where a word occurs, lets the index skip the
         functions that cannot hold what a question looks for; without it, none is skipped."""
         self.tree = tree
@@ -403,9 +403,7 @@ def _bound_at_top(tree: ast.Module) -> set[str]:
             targets: list[ast.AST] = []
             if isinstance(statement, ast.Assign):
                 targets = list(statement.targets)
-            elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
-                targets = [statement.target]
-            elif isinstance(statement, (ast.For, ast.AsyncFor)):
+            elif isinstance(statement, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
                 targets = [statement.target]
             for target in targets:
                 names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))

@@ -179,7 +179,7 @@ class Interpreter:
         self.pc_origins: frozenset[ast.AST] = frozenset()
         self.statement: ast.stmt | None = None
         #: join of the path conditions of each communication callee
-        self._comm: dict[str, tuple[int, frozenset[ast.AST], ast.AST]] = {}
+        self._comm: dict[str, tuple[int, frozenset[ast.AST], ast.expr]] = {}
 
     # -- entry ----------------------------------------------------------------------------
     def run(self) -> FunctionResult:
@@ -329,9 +329,9 @@ class Interpreter:
             self.eval(s.test, env)
         elif isinstance(s, ast.Delete):
             for target in s.targets:
-                name = dotted(target)
-                if name is not None:
-                    env.values.pop(name, None)
+                deleted = dotted(target)
+                if deleted is not None:
+                    env.values.pop(deleted, None)
         return None
 
     def _control(self, value: Value) -> Value:
@@ -545,9 +545,9 @@ class Interpreter:
         for position, target in enumerate(targets):
             item: Value | None = None
             if items is not None:
-                if star is None and len(items) == len(targets):
-                    item = items[position]
-                elif star is not None and position < star and position < len(items):
+                if (star is None and len(items) == len(targets)) or (
+                    star is not None and position < star and position < len(items)
+                ):
                     item = items[position]
                 elif star is not None and position > star:
                     back = len(targets) - position
@@ -899,7 +899,12 @@ class Interpreter:
         name = func.id if isinstance(func, ast.Name) and func.id not in self.index.functions else None
         if name == "bool" and len(args) == 1 and not node.keywords:
             return args[0]
-        if name == "getattr" and len(node.args) == 2 and isinstance(node.args[1], ast.Constant):
+        if (
+            name == "getattr"
+            and len(node.args) == 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
             owner = dotted(node.args[0])
             if owner is not None:
                 qualified = f"{qualify(owner, self.aliases)}.{node.args[1].value}"
@@ -1086,11 +1091,11 @@ def pure_grad_values(values: Iterable[Value], bdd: Manager) -> Value | None:
 
 __all__ = [
     "CallSite",
+    "Callable",
     "Context",
     "Decision",
     "FunctionResult",
     "Interpreter",
     "interpret",
     "pure_grad_values",
-    "Callable",
 ]

@@ -139,7 +139,7 @@ def witness(
         elif returncode != 0:
             run_errors.append(f"torchrun exited with code {returncode}")
         if not result_file.exists():
-            raise WitnessError("; ".join(run_errors + ["no result written (is torch installed?)"]))
+            raise WitnessError("; ".join([*run_errors, "no result written (is torch installed?)"]))
         result = json.loads(result_file.read_text())
     if not result.get("complete") and not run_errors:
         run_errors.append("run did not complete")
