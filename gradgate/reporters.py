@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .escape import display, encodable, github_data, github_property, uri_path
-from .results import FileResult, Finding
+from .results import Edit, FileResult, Finding, FlowStep
+
+if TYPE_CHECKING:
+    from .rule import Rule
 
 #: ANSI styles of the text format (used only when colour is on)
 _BOLD, _RED, _CYAN, _YELLOW, _DIM, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[36m", "\x1b[33m", "\x1b[2m", "\x1b[0m"
@@ -257,104 +261,9 @@ def render_sarif(
 
     rules = list(all_rules())
     index = {rule.CODE: i for i, rule in enumerate(rules)}
-    driver_rules = []
-    for rule in rules:
-        doc = rule.documentation()
-        first = doc.split("## Why is this bad?")[0].replace("## What it does", "").strip()
-        driver_rules.append(
-            {
-                "id": rule.CODE,
-                "name": rule.NAME,
-                "shortDescription": {"text": rule.MESSAGE},
-                "fullDescription": {"text": " ".join(first.split())},
-                "help": {"text": doc, "markdown": doc},
-                "helpUri": f"https://github.com/gradgate/gradgate/blob/main/docs/rules/{rule.CODE}.md",
-                "defaultConfiguration": {"level": "error"},
-                "properties": {"tags": ["pytorch", "autograd", "correctness", "performance"]},
-            }
-        )
-    results = []
-    with_baseline = baseline_file is not None
     tagged = [(f, "") for f in findings] + [(f, "baseline") for f in baselined] + [(f, "comment") for f in suppressed]
     tagged.sort(key=lambda item: item[0].sort_key())
-    for f, why in tagged:
-        known = why == "baseline"
-        location = {
-            "physicalLocation": {
-                "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
-                "region": _region(f.line, f.column, f.end_line, f.end_column),
-            }
-        }
-        result: dict[str, object] = {
-            "ruleId": f.rule,
-            "ruleIndex": index.get(f.rule, 0),
-            "level": "error",
-            "message": {"text": f.message},
-            "locations": [location],
-            "partialFingerprints": {"gradgate/v1": fingerprint(f)},
-        }
-        if with_baseline:
-            result["baselineState"] = "unchanged" if known else "new"
-        if known:
-            result["suppressions"] = [
-                {"kind": "external", "status": "accepted", "justification": f"recorded in the baseline {baseline_file}"}
-            ]
-        elif why == "comment":
-            result["suppressions"] = [{"kind": "inSource", "status": "accepted"}]
-        if f.flow:
-            result["codeFlows"] = [
-                {
-                    "threadFlows": [
-                        {
-                            "locations": [
-                                {
-                                    "location": {
-                                        "physicalLocation": {
-                                            "artifactLocation": {"uri": _uri(step.path), "uriBaseId": "%SRCROOT%"},
-                                            "region": {"startLine": step.line, "startColumn": step.column},
-                                        },
-                                        "message": {"text": step.message},
-                                    }
-                                }
-                                for step in f.flow
-                            ]
-                        }
-                    ]
-                }
-            ]
-        if f.edit is not None:
-            e = f.edit
-            result["fixes"] = [
-                {
-                    "description": {"text": "Remove the grad-mode operand"},
-                    "artifactChanges": [
-                        {
-                            "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
-                            "replacements": [
-                                {
-                                    "deletedRegion": _region(e.line, e.column, e.end_line, e.end_column),
-                                    "insertedContent": {"text": e.content},
-                                }
-                            ],
-                        }
-                    ],
-                }
-            ]
-        results.append(result)
-    notifications = []
-    for r in errors:
-        physical: dict[str, object] = {"artifactLocation": {"uri": _uri(r.path), "uriBaseId": "%SRCROOT%"}}
-        line = _error_line(r.error or "")
-        if line is not None:
-            physical["region"] = {"startLine": line[0], "startColumn": line[1]}
-        notifications.append(
-            {
-                "level": "error",
-                "descriptor": {"id": "syntax-error" if line is not None else "unreadable-file"},
-                "message": {"text": f"{display(r.path)}: {display(r.error or '')}"},
-                "locations": [{"physicalLocation": physical}],
-            }
-        )
+    results = [_sarif_result(f, why, index, baseline_file) for f, why in tagged]
     base = (root or os.getcwd()).replace("\\", "/").rstrip("/") + "/"
     sarif = {
         "$schema": SARIF_SCHEMA,
@@ -367,17 +276,106 @@ def render_sarif(
                         "version": __version__,
                         "semanticVersion": __version__,
                         "informationUri": "https://github.com/gradgate/gradgate",
-                        "rules": driver_rules,
+                        "rules": [_sarif_rule(rule) for rule in rules],
                     }
                 },
                 "columnKind": "unicodeCodePoints",
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + _uri_abs(base)}},
-                "invocations": [{"executionSuccessful": not errors, "toolExecutionNotifications": notifications}],
+                "invocations": [
+                    {
+                        "executionSuccessful": not errors,
+                        "toolExecutionNotifications": [_sarif_notification(r) for r in errors],
+                    }
+                ],
                 "results": results,
             }
         ],
     }
     return json.dumps(sarif, indent=2) + "\n"
+
+
+def _sarif_rule(rule: type[Rule]) -> dict[str, object]:
+    """A rule's ``reportingDescriptor``: its message, the first section of its docs, the
+    whole docs as help, and the page they are generated into."""
+    doc = rule.documentation()
+    first = doc.split("## Why is this bad?")[0].replace("## What it does", "").strip()
+    return {
+        "id": rule.CODE,
+        "name": rule.NAME,
+        "shortDescription": {"text": rule.MESSAGE},
+        "fullDescription": {"text": " ".join(first.split())},
+        "help": {"text": doc, "markdown": doc},
+        "helpUri": f"https://github.com/gradgate/gradgate/blob/main/docs/rules/{rule.CODE}.md",
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"tags": ["pytorch", "autograd", "correctness", "performance"]},
+    }
+
+
+def _sarif_location(path: str, region: dict[str, int]) -> dict[str, object]:
+    return {"physicalLocation": {"artifactLocation": {"uri": _uri(path), "uriBaseId": "%SRCROOT%"}, "region": region}}
+
+
+def _sarif_result(f: Finding, why: str, index: dict[str, int], baseline_file: str | None) -> dict[str, object]:
+    """One finding as a SARIF result; ``why`` says what silenced it: ``baseline``, a
+    suppression ``comment``, or nothing."""
+    result: dict[str, object] = {
+        "ruleId": f.rule,
+        "ruleIndex": index.get(f.rule, 0),
+        "level": "error",
+        "message": {"text": f.message},
+        "locations": [_sarif_location(f.path, _region(f.line, f.column, f.end_line, f.end_column))],
+        "partialFingerprints": {"gradgate/v1": fingerprint(f)},
+    }
+    if baseline_file is not None:
+        result["baselineState"] = "unchanged" if why == "baseline" else "new"
+    if why == "baseline":
+        result["suppressions"] = [
+            {"kind": "external", "status": "accepted", "justification": f"recorded in the baseline {baseline_file}"}
+        ]
+    elif why == "comment":
+        result["suppressions"] = [{"kind": "inSource", "status": "accepted"}]
+    if f.flow:
+        result["codeFlows"] = [{"threadFlows": [{"locations": [_sarif_flow_step(step) for step in f.flow]}]}]
+    if f.edit is not None:
+        result["fixes"] = [_sarif_fix(f.path, f.edit)]
+    return result
+
+
+def _sarif_flow_step(step: FlowStep) -> dict[str, object]:
+    """A step of grad mode's way from its capture to the decision, as a thread-flow location."""
+    location = _sarif_location(step.path, {"startLine": step.line, "startColumn": step.column})
+    return {"location": {**location, "message": {"text": step.message}}}
+
+
+def _sarif_fix(path: str, e: Edit) -> dict[str, object]:
+    return {
+        "description": {"text": "Remove the grad-mode operand"},
+        "artifactChanges": [
+            {
+                "artifactLocation": {"uri": _uri(path), "uriBaseId": "%SRCROOT%"},
+                "replacements": [
+                    {
+                        "deletedRegion": _region(e.line, e.column, e.end_line, e.end_column),
+                        "insertedContent": {"text": e.content},
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def _sarif_notification(r: FileResult) -> dict[str, object]:
+    """A file that could not be checked, as a tool execution notification."""
+    physical: dict[str, object] = {"artifactLocation": {"uri": _uri(r.path), "uriBaseId": "%SRCROOT%"}}
+    line = _error_line(r.error or "")
+    if line is not None:
+        physical["region"] = {"startLine": line[0], "startColumn": line[1]}
+    return {
+        "level": "error",
+        "descriptor": {"id": "syntax-error" if line is not None else "unreadable-file"},
+        "message": {"text": f"{display(r.path)}: {display(r.error or '')}"},
+        "locations": [{"physicalLocation": physical}],
+    }
 
 
 def _uri_abs(path: str) -> str:
