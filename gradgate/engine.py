@@ -578,11 +578,31 @@ def _fix(
             next_analysis = _Analysis(path, candidate, config, rules, whole=not prefilter)
         except LintError as exc:
             raise _FixInvalid(f"a fix produced invalid code ({exc}); file left unchanged") from None
+        if _odd_layout(candidate):
+            _reparse_whole(candidate, current)
         if len(next_analysis.fixable(unsafe_fixes)) >= len(chosen):
             raise _FixInvalid("a fix did not remove its finding; file left unchanged")
         current, analysis = candidate, next_analysis
         fixed_findings.extend(applied)
     return analysis, current, fixed_findings, cst_lines
+
+
+def _odd_layout(text: str) -> bool:
+    """Form feeds or lone CRs: where LibCST's tokenizer and CPython's may part, a fix
+    spliced into the file is re-read by LibCST whole (elsewhere the spliced statements
+    are, which is what keeps a fix of a 100,000-line file cheap)."""
+    return "\x0c" in text or "\r" in text.replace("\r\n", "")
+
+
+def _reparse_whole(fixed: str, before: str) -> None:
+    try:
+        _parse_cst(fixed)
+    except LintError as exc:
+        try:
+            _parse_cst(before)
+        except LintError:
+            return  # LibCST could not read the file before the fix either
+        raise _FixInvalid(f"a fix produced code LibCST cannot read ({exc}); file left unchanged") from None
 
 
 def lint_file(

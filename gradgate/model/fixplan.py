@@ -135,6 +135,8 @@ def plan(
     span = source.span(statement)
     if span[2] - span[0] > MAX_STATEMENT_LINES or len(source.text(span)) > MAX_STATEMENT_CHARS:
         return None  # LibCST on it would cost far more than the check: report only
+    if "\r\x0c" in "".join(source.lines[max(span[0] - 2, 0) : span[2] + 1]):
+        return None  # a form feed after a lone CR: LibCST's tokenizer and CPython's part there
     parents = parents_of(statement, target)
     parent = parents.get(target)
     if _comment_inside(target, source):
