@@ -102,10 +102,25 @@ BIG_BUG = (
 SETTLE_S = 2.5
 GREP_TOKEN = "is_grad_enabled"
 #: folders gradgate's discovery skips (gradgate/discovery.py), plus ``*.egg-info``
-EXCLUDED_DIRS = frozenset({
-    ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".mypy_cache", ".pytest_cache",
-    ".ruff_cache", "__pycache__", "node_modules", "site-packages", ".eggs", ".gradgate_cache",
-})
+EXCLUDED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".tox",
+        ".nox",
+        ".venv",
+        "venv",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "__pycache__",
+        "node_modules",
+        "site-packages",
+        ".eggs",
+        ".gradgate_cache",
+    }
+)
 MB = 1_000_000  # sizes and throughput: MB = 10^6 bytes; memory: MiB = 2^20 bytes
 MIB = 1 << 20
 
@@ -184,7 +199,7 @@ class TreeSampler(threading.Thread):
             try:
                 with open(f"/proc/{name}/stat", "rb") as handle:
                     stat = handle.read()
-                fields = stat[stat.rfind(b")") + 2:].split()
+                fields = stat[stat.rfind(b")") + 2 :].split()
                 if int(fields[3]) != self.session:  # field 6: session id
                     continue
                 rss += int(fields[21]) * self.page  # field 24: rss in pages
@@ -210,15 +225,17 @@ class TreeSampler(threading.Thread):
         self.join()
 
 
-def run_once(cmd: list[str], cwd: str, env: dict[str, str], timeout: float, out_path: str,
-             sample: float | None = None) -> RunRecord:
+def run_once(
+    cmd: list[str], cwd: str, env: dict[str, str], timeout: float, out_path: str, sample: float | None = None
+) -> RunRecord:
     """Run ``cmd`` once; wall time from just before fork to the return of wait4."""
     with open(out_path, "wb") as out, open(out_path + ".err", "wb") as err:
         sampler = None
         killed = threading.Event()
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=err, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+        )
 
         def kill() -> None:
             killed.set()
@@ -355,11 +372,15 @@ class Result:
             return RunRecord(**{k: v for k, v in d.items() if k in RunRecord.__dataclass_fields__})
 
         return cls(
-            key, data["label"], data.get("command", ""),
+            key,
+            data["label"],
+            data.get("command", ""),
             runs=[record(r) for r in data.get("runs", [])],
             mem_run=record(data["memory_run"]) if data.get("memory_run") else None,
             timeouts=[record(r) for r in data.get("timeouts", [])],
-            missing=data.get("missing", ""), note=data.get("note", ""), failed=data.get("failed", ""),
+            missing=data.get("missing", ""),
+            note=data.get("note", ""),
+            failed=data.get("failed", ""),
         )
 
 
@@ -384,8 +405,11 @@ class CpuMeter:
         busy = (sum(values[:8]) - values[3] - values[4]) / ticks  # all but idle and iowait
         import resource
 
-        ours = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_CHILDREN,
-                   resource.RUSAGE_SELF) for f in ("ru_utime", "ru_stime"))
+        ours = sum(
+            getattr(resource.getrusage(who), f)
+            for who in (resource.RUSAGE_CHILDREN, resource.RUSAGE_SELF)
+            for f in ("ru_utime", "ru_stime")
+        )
         return busy, ours, time.perf_counter()
 
     def stop(self) -> dict[str, float] | None:
@@ -395,15 +419,22 @@ class CpuMeter:
         busy, ours, wall = (b - a for a, b in zip(self.start, end))
         other = max(0.0, busy - ours)
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        return {"wall_s": wall, "busy_cpu_s": busy, "our_cpu_s": ours, "other_cpu_s": other,
-                "other_share": other / (wall * cpus) if wall else 0.0}
+        return {
+            "wall_s": wall,
+            "busy_cpu_s": busy,
+            "our_cpu_s": ours,
+            "other_cpu_s": other,
+            "other_share": other / (wall * cpus) if wall else 0.0,
+        }
 
 
 def fmt_noise(noise: dict[str, float] | None) -> str:
     if not noise:
         return "background CPU use: unknown"
-    return (f"background CPU use by other processes during this section: {noise['other_cpu_s']:.1f} "
-            f"CPU-s over {noise['wall_s']:.0f} s ({100 * noise['other_share']:.0f}% of the machine)")
+    return (
+        f"background CPU use by other processes during this section: {noise['other_cpu_s']:.1f} "
+        f"CPU-s over {noise['wall_s']:.0f} s ({100 * noise['other_share']:.0f}% of the machine)"
+    )
 
 
 class Bench:
@@ -425,8 +456,7 @@ class Bench:
         if tool.before is not None:
             tool.before()
         env = tool.env or os.environ.copy()
-        record = run_once(tool.cmd, tool.cwd, env, self.args.timeout, self.out_path(tool.key),
-                          sample=sample)
+        record = run_once(tool.cmd, tool.cwd, env, self.args.timeout, self.out_path(tool.key), sample=sample)
         if record.timed_out:
             result.failed = f"timed out after {self.args.timeout:g} s"
             result.timeouts.append(record)
@@ -440,8 +470,11 @@ class Bench:
         results: dict[str, Result] = {}
         for tool in tools:
             results[tool.key] = Result(
-                tool.key, tool.label, shlex.join(tool.cmd) if tool.cmd else "",
-                missing=tool.missing if tool.cmd is None else "", note=tool.note,
+                tool.key,
+                tool.label,
+                shlex.join(tool.cmd) if tool.cmd else "",
+                missing=tool.missing if tool.cmd is None else "",
+                note=tool.note,
             )
         fast = [t for t in tools if t.cmd is not None and not t.slow and not t.once]
         slow = [t for t in tools if t.cmd is not None and (t.slow or t.once)]
@@ -486,15 +519,23 @@ def prepare_corpus(corpus: Corpus, cache: Path, log: Callable[[str], None]) -> t
         archives = sorted(p for p in downloads.glob("*") if p.is_file()) if downloads.exists() else []
         if not archives:
             downloads.mkdir(parents=True, exist_ok=True)
-            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                   "--disable-pip-version-check", "-d", str(downloads)]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-d",
+                str(downloads),
+            ]
             if corpus.dist == "wheel":
                 cmd.append("--only-binary=:all:")
             elif corpus.dist == "sdist":
                 cmd.append("--no-binary=:all:")
             log(f"downloading {corpus.dist_name}=={corpus.version}")
-            done = subprocess.run([*cmd, f"{corpus.dist_name}=={corpus.version}"],
-                                  check=not corpus.newest_fallback)
+            done = subprocess.run([*cmd, f"{corpus.dist_name}=={corpus.version}"], check=not corpus.newest_fallback)
             if done.returncode != 0:  # the pinned release is gone: the newest that downloads
                 log(f"{corpus.dist_name}=={corpus.version} did not download; taking the newest release")
                 subprocess.run([*cmd, corpus.dist_name], check=True)
@@ -575,8 +616,7 @@ def resolve_tool(name: str, override: str | None, cache: Path) -> str | None:
     found = shutil.which(name)
     if found and "/.pyenv/shims/" in found:  # a pyenv shim costs ~60 ms a call: use the real one
         try:
-            real = subprocess.run(["pyenv", "which", name], capture_output=True, text=True,
-                                  check=True).stdout.strip()
+            real = subprocess.run(["pyenv", "which", name], capture_output=True, text=True, check=True).stdout.strip()
             if real:
                 return real
         except (OSError, subprocess.CalledProcessError):
@@ -590,8 +630,19 @@ def install_tools(cache: Path, log: Callable[[str], None]) -> None:
         log(f"creating {venv}")
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     log("installing ruff and fixit into the tools venv")
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                    "--disable-pip-version-check", "ruff", "fixit"], check=True)
+    subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "ruff",
+            "fixit",
+        ],
+        check=True,
+    )
 
 
 def first_line(cmd: list[str], **kwargs: Any) -> str:
@@ -640,8 +691,14 @@ def plain_env() -> dict[str, str]:
     that keeps the inherited setting, to show what that costs).
     """
     env = os.environ.copy()
-    for name in ("GRADGATE_CACHE_DIR", "RUFF_CACHE_DIR", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE",
-                 "PYTHONPYCACHEPREFIX", "XDG_CACHE_HOME"):
+    for name in (
+        "GRADGATE_CACHE_DIR",
+        "RUFF_CACHE_DIR",
+        "PYTHONPATH",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONPYCACHEPREFIX",
+        "XDG_CACHE_HOME",
+    ):
         env.pop(name, None)
     if XDG_CACHE:
         env["XDG_CACHE_HOME"] = XDG_CACHE
@@ -672,11 +729,22 @@ def gradgate_features(gradgate: list[str]) -> dict[str, bool]:
     """Which ``check`` flags this gradgate accepts (click rejects unknown ones before --help)."""
     features = {}
     for flag, command, probe in (
-            ("no_cache", "check", ["--no-cache"]), ("cache_dir", "check", ["--cache-dir", "x"]),
-            ("no_prefilter", "check", ["--no-prefilter"]), ("format_json", "check", ["--format", "json"]),
-            ("jobs", "check", ["-j", "1"]), ("fix", "fix", ["--no-cache"]), ("server", "server", [])):
-        done = subprocess.run([*gradgate, command, *probe, "--help"], capture_output=True,
-                              env=gradgate_env(), timeout=60, check=False, cwd=GRADGATE_PATH)
+        ("no_cache", "check", ["--no-cache"]),
+        ("cache_dir", "check", ["--cache-dir", "x"]),
+        ("no_prefilter", "check", ["--no-prefilter"]),
+        ("format_json", "check", ["--format", "json"]),
+        ("jobs", "check", ["-j", "1"]),
+        ("fix", "fix", ["--no-cache"]),
+        ("server", "server", []),
+    ):
+        done = subprocess.run(
+            [*gradgate, command, *probe, "--help"],
+            capture_output=True,
+            env=gradgate_env(),
+            timeout=60,
+            check=False,
+            cwd=GRADGATE_PATH,
+        )
         features[flag] = done.returncode == 0
     return features
 
@@ -701,12 +769,16 @@ def make_toolbox(args: argparse.Namespace, cache: Path) -> Toolbox:
     versions = {
         "gradgate": first_line([*gradgate, "--version"], env=gradgate_env(), cwd=GRADGATE_PATH),
         "gradgate_commit": first_line(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"]),
-        "gradgate_modified": "yes" if subprocess.run(
+        "gradgate_modified": "yes"
+        if subprocess.run(
             ["git", "-C", str(REPO), "status", "--porcelain", "--", "gradgate", "rules", "pyproject.toml"],
-            capture_output=True, text=True, check=False).stdout.strip() else "no",
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        else "no",
         "python": sys.version.split()[0] + f" ({sys.executable})",
-        "libcst": first_line([sys.executable, "-c",
-                              "import importlib.metadata as m; print(m.version('libcst'))"]),
+        "libcst": first_line([sys.executable, "-c", "import importlib.metadata as m; print(m.version('libcst'))"]),
         "ruff": first_line([ruff, "--version"]) if ruff else "not installed",
         "fixit": first_line([fixit, "--version"]) if fixit else "not installed",
         "grep": first_line([grep, "--version"]) if grep else "not installed",
@@ -716,15 +788,21 @@ def make_toolbox(args: argparse.Namespace, cache: Path) -> Toolbox:
             probe = Path(empty) / "x.py"
             probe.write_text("")
             for name, extra in (("ruff_default_rules", []), ("ruff_all_rules", ["--select", "ALL"])):
-                done = subprocess.run([ruff, "check", "--isolated", *extra, "--show-settings", str(probe)],
-                                      capture_output=True, text=True, check=False, env=plain_env())
+                done = subprocess.run(
+                    [ruff, "check", "--isolated", *extra, "--show-settings", str(probe)],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                    env=plain_env(),
+                )
                 block = re.search(r"linter\.rules\.enabled = \[\n(.*?)\n\]", done.stdout, re.DOTALL)
                 versions[name] = str(len(block.group(1).splitlines())) if block else "?"
     if fixit:
         fixit_python = Path(fixit).parent / "python"
         if fixit_python.exists():
-            versions["fixit_libcst"] = first_line([str(fixit_python), "-c",
-                                                   "import importlib.metadata as m; print(m.version('libcst'))"])
+            versions["fixit_libcst"] = first_line(
+                [str(fixit_python), "-c", "import importlib.metadata as m; print(m.version('libcst'))"]
+            )
     return Toolbox(gradgate, features, ruff, fixit, sys.executable, grep, versions)
 
 
@@ -732,9 +810,18 @@ def rmtree(path: Path) -> Callable[[], None]:
     return lambda: shutil.rmtree(path, ignore_errors=True)
 
 
-def build_tools(box: Toolbox, cwd: str, target: list[str], files_list: str, scratch: Path,
-                tag: str, include_slow: bool = True, subset: tuple[str, ...] | None = None,
-                skip: frozenset[str] = frozenset(), parse_tools: bool = True) -> list[Tool]:
+def build_tools(
+    box: Toolbox,
+    cwd: str,
+    target: list[str],
+    files_list: str,
+    scratch: Path,
+    tag: str,
+    include_slow: bool = True,
+    subset: tuple[str, ...] | None = None,
+    skip: frozenset[str] = frozenset(),
+    parse_tools: bool = True,
+) -> list[Tool]:
     """The command set, run in ``cwd`` on ``target`` (a dir or files), for one corpus.
 
     gradgate's timed rows use its default (text) output, as a terminal, pre-commit or CI
@@ -749,54 +836,157 @@ def build_tools(box: Toolbox, cwd: str, target: list[str], files_list: str, scra
     ruff_cache = scratch / f"ruff-cache-{tag}"
     tools: list[Tool] = []
     if f["cache_dir"]:
-        tools.append(Tool("gg_cold", "gradgate check, cold (empty --cache-dir)",
-                          [*gg, "--cache-dir", str(cold_dir), *target], cwd, genv,
-                          before=rmtree(cold_dir), group="gradgate"))
-        tools.append(Tool("gg_warm", "gradgate check, warm (cache populated)",
-                          [*gg, "--cache-dir", str(warm_dir), *target], cwd, genv, group="gradgate"))
+        tools.append(
+            Tool(
+                "gg_cold",
+                "gradgate check, cold (empty --cache-dir)",
+                [*gg, "--cache-dir", str(cold_dir), *target],
+                cwd,
+                genv,
+                before=rmtree(cold_dir),
+                group="gradgate",
+            )
+        )
+        tools.append(
+            Tool(
+                "gg_warm",
+                "gradgate check, warm (cache populated)",
+                [*gg, "--cache-dir", str(warm_dir), *target],
+                cwd,
+                genv,
+                group="gradgate",
+            )
+        )
     else:
         note = "this gradgate has no --cache-dir: plain runs"
-        tools.append(Tool("gg_cold", "gradgate check (plain; no cache flags)", [*gg, *target], cwd,
-                          genv, group="gradgate", note=note))
-        tools.append(Tool("gg_warm", "gradgate check (plain rerun; no cache flags)", [*gg, *target],
-                          cwd, genv, group="gradgate", note=note))
+        tools.append(
+            Tool(
+                "gg_cold",
+                "gradgate check (plain; no cache flags)",
+                [*gg, *target],
+                cwd,
+                genv,
+                group="gradgate",
+                note=note,
+            )
+        )
+        tools.append(
+            Tool(
+                "gg_warm",
+                "gradgate check (plain rerun; no cache flags)",
+                [*gg, *target],
+                cwd,
+                genv,
+                group="gradgate",
+                note=note,
+            )
+        )
     if f["no_cache"]:
-        tools.append(Tool("gg_nocache", "gradgate check --no-cache", [*gg, "--no-cache", *target],
-                          cwd, genv, group="gradgate"))
+        tools.append(
+            Tool("gg_nocache", "gradgate check --no-cache", [*gg, "--no-cache", *target], cwd, genv, group="gradgate")
+        )
     if f["no_cache"] and f["jobs"]:
-        tools.append(Tool("gg_j1", "gradgate check --no-cache -j 1 (one process)",
-                          [*gg, "--no-cache", "-j", "1", *target], cwd, genv, group="gradgate"))
+        tools.append(
+            Tool(
+                "gg_j1",
+                "gradgate check --no-cache -j 1 (one process)",
+                [*gg, "--no-cache", "-j", "1", *target],
+                cwd,
+                genv,
+                group="gradgate",
+            )
+        )
     if f["format_json"]:
-        tools.append(Tool("gg_json", "gradgate check --no-cache --format json (fix edits: LibCST)",
-                          [*gg, "--format", "json", *(["--no-cache"] if f["no_cache"] else []), *target],
-                          cwd, genv, group="gradgate"))
+        tools.append(
+            Tool(
+                "gg_json",
+                "gradgate check --no-cache --format json (fix edits: LibCST)",
+                [*gg, "--format", "json", *(["--no-cache"] if f["no_cache"] else []), *target],
+                cwd,
+                genv,
+                group="gradgate",
+            )
+        )
     ruff_missing = "not installed"
-    tools.append(Tool("ruff", "ruff check (default rules, --no-cache)",
-                      [box.ruff, "check", "--isolated", "--no-cache", *target] if box.ruff else None,
-                      cwd, penv, missing=ruff_missing))
-    tools.append(Tool("ruff_cached", "ruff check (default rules, warm cache)",
-                      [box.ruff, "check", "--isolated", "--cache-dir", str(ruff_cache), *target]
-                      if box.ruff else None, cwd, penv, missing=ruff_missing))
-    tools.append(Tool("ruff_all", "ruff check --select ALL --output-format concise (--no-cache)",
-                      [box.ruff, "check", "--isolated", "--no-cache", "--select", "ALL",
-                       "--output-format", "concise", *target] if box.ruff else None,
-                      cwd, penv, missing=ruff_missing))
-    tools.append(Tool("grep", f"grep -rl {GREP_TOKEN} (floor)",
-                      [box.grep, "-rl", "--include=*.py", GREP_TOKEN, *target] if box.grep else None,
-                      cwd, penv, missing="not installed"))
+    tools.append(
+        Tool(
+            "ruff",
+            "ruff check (default rules, --no-cache)",
+            [box.ruff, "check", "--isolated", "--no-cache", *target] if box.ruff else None,
+            cwd,
+            penv,
+            missing=ruff_missing,
+        )
+    )
+    tools.append(
+        Tool(
+            "ruff_cached",
+            "ruff check (default rules, warm cache)",
+            [box.ruff, "check", "--isolated", "--cache-dir", str(ruff_cache), *target] if box.ruff else None,
+            cwd,
+            penv,
+            missing=ruff_missing,
+        )
+    )
+    tools.append(
+        Tool(
+            "ruff_all",
+            "ruff check --select ALL --output-format concise (--no-cache)",
+            [box.ruff, "check", "--isolated", "--no-cache", "--select", "ALL", "--output-format", "concise", *target]
+            if box.ruff
+            else None,
+            cwd,
+            penv,
+            missing=ruff_missing,
+        )
+    )
+    tools.append(
+        Tool(
+            "grep",
+            f"grep -rl {GREP_TOKEN} (floor)",
+            [box.grep, "-rl", "--include=*.py", GREP_TOKEN, *target] if box.grep else None,
+            cwd,
+            penv,
+            missing="not installed",
+        )
+    )
     if include_slow:
         if parse_tools and "fixit" not in skip:
-            tools.append(Tool("fixit", "fixit lint (default rules)",
-                              [box.fixit, "lint", *target] if box.fixit else None, cwd, penv,
-                              slow=True, missing="not installed"))
+            tools.append(
+                Tool(
+                    "fixit",
+                    "fixit lint (default rules)",
+                    [box.fixit, "lint", *target] if box.fixit else None,
+                    cwd,
+                    penv,
+                    slow=True,
+                    missing="not installed",
+                )
+            )
         if parse_tools and "libcst" not in skip:
-            tools.append(Tool("libcst", "bare LibCST parse of every file (1 process)",
-                              [box.python, "-c", PARSE_SCRIPT, files_list], cwd, python_env(), ok_rc=(0,),
-                              slow=True))
+            tools.append(
+                Tool(
+                    "libcst",
+                    "bare LibCST parse of every file (1 process)",
+                    [box.python, "-c", PARSE_SCRIPT, files_list],
+                    cwd,
+                    python_env(),
+                    ok_rc=(0,),
+                    slow=True,
+                )
+            )
         if f["no_prefilter"] and "noprefilter" not in skip:
-            tools.append(Tool("gg_noprefilter", "gradgate check --no-cache --no-prefilter (once)",
-                              [*gg, "--no-cache", "--no-prefilter", *target], cwd, genv,
-                              once=True, group="gradgate"))
+            tools.append(
+                Tool(
+                    "gg_noprefilter",
+                    "gradgate check --no-cache --no-prefilter (once)",
+                    [*gg, "--no-cache", "--no-prefilter", *target],
+                    cwd,
+                    genv,
+                    once=True,
+                    group="gradgate",
+                )
+            )
     if subset is not None:
         tools = [t for t in tools if t.key in subset]
     return tools
@@ -821,8 +1011,7 @@ def parse_findings(text: str) -> list[tuple[Any, ...]] | str:
     for line in text.splitlines():
         match = TEXT_FINDING.match(line)
         if match:
-            found.append((match["path"], int(match["line"]), int(match["column"]), match["rule"],
-                          match["message"]))
+            found.append((match["path"], int(match["line"]), int(match["column"]), match["rule"], match["message"]))
     return sorted(found)
 
 
@@ -858,8 +1047,14 @@ def findings_verdict(results: dict[str, Result], tools: list[Tool]) -> dict[str,
 def ruff_file_count(box: Toolbox, cwd: str, target: str) -> int | None:
     if not box.ruff:
         return None
-    done = subprocess.run([box.ruff, "check", "--isolated", "--show-files", target], cwd=cwd,
-                          capture_output=True, text=True, env=plain_env(), check=False)
+    done = subprocess.run(
+        [box.ruff, "check", "--isolated", "--show-files", target],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=plain_env(),
+        check=False,
+    )
     return sum(1 for line in done.stdout.splitlines() if line.strip().endswith(".py"))
 
 
@@ -894,10 +1089,14 @@ def fmt_mib(value: int | None) -> str:
     return "–" if not value else f"{value / MIB:.0f}"  # 0: exited before the first sample
 
 
-def corpus_table(results: dict[str, Result], files: int, size: int, order: list[str],
-                 timeout: float = 0.0,
-                 bases: tuple[tuple[str, str], ...] = (("gg_cold", "gradgate cold"),
-                                                       ("gg_warm", "gradgate warm"))) -> list[str]:
+def corpus_table(
+    results: dict[str, Result],
+    files: int,
+    size: int,
+    order: list[str],
+    timeout: float = 0.0,
+    bases: tuple[tuple[str, str], ...] = (("gg_cold", "gradgate cold"), ("gg_warm", "gradgate warm")),
+) -> list[str]:
     """One row per command; a ratio column per ``bases`` entry (key, header)."""
     base_values = [results[k].median if k in results else None for k, _ in bases]
     ratio_heads = "".join(f" × {name} |" for _, name in bases)
@@ -920,7 +1119,8 @@ def corpus_table(results: dict[str, Result], files: int, size: int, order: list[
                 lines.append(
                     f"| {result.label} | 0 (killed at {bound:.0f} s) | > {bound:.0f} | | | < {files / bound:,.1f} | "
                     f"< {size / MB / bound:.3f} | {fmt_mib(result.maxrss)} | {fmt_mib(result.tree_pss)} | "
-                    f"{result.procs or '–'} |" + "".join(f" > {fmt_ratio(bound, b)} |" for b in base_values))
+                    f"{result.procs or '–'} |" + "".join(f" > {fmt_ratio(bound, b)} |" for b in base_values)
+                )
             else:
                 lines.append(f"| {result.label} | 0 | failed: {result.failed[:80]} | | | | | | | |" + empty)
             continue
@@ -935,9 +1135,25 @@ def corpus_table(results: dict[str, Result], files: int, size: int, order: list[
     return lines
 
 
-ORDER = ["gg_cold", "gg_warm", "gg_nocache", "gg_j1", "gg_nocache_inherit", "gg_json", "gg_noprefilter",
-         "gg_check_big", "gg_fix_big", "ruff", "ruff_cached", "ruff_all", "fixit", "libcst", "grep", "py_floor",
-         "py_libcst"]
+ORDER = [
+    "gg_cold",
+    "gg_warm",
+    "gg_nocache",
+    "gg_j1",
+    "gg_nocache_inherit",
+    "gg_json",
+    "gg_noprefilter",
+    "gg_check_big",
+    "gg_fix_big",
+    "ruff",
+    "ruff_cached",
+    "ruff_all",
+    "fixit",
+    "libcst",
+    "grep",
+    "py_floor",
+    "py_libcst",
+]
 
 
 def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float] | None:
@@ -983,45 +1199,77 @@ def machine_info() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cache", default=os.path.expanduser("~/.cache/gradgate-bench"),
-                        help="download/unpack folder (default: %(default)s)")
-    parser.add_argument("--corpora", default=",".join(c.key for c in CORPORA),
-                        help="comma-separated subset of: " + ", ".join(c.key for c in CORPORA))
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--cache",
+        default=os.path.expanduser("~/.cache/gradgate-bench"),
+        help="download/unpack folder (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--corpora",
+        default=",".join(c.key for c in CORPORA),
+        help="comma-separated subset of: " + ", ".join(c.key for c in CORPORA),
+    )
     parser.add_argument("--runs", type=int, default=5, help="timed runs of fast commands (default: 5)")
-    parser.add_argument("--slow-budget", type=float, default=20.0,
-                        help="seconds a slow command (fixit, LibCST parse) may take in all before "
-                             "no further run starts; it always runs at least once (default: 20)")
-    parser.add_argument("--timeout", type=float, default=300.0,
-                        help="per-run timeout in seconds; a run past it is killed (default: 300)")
-    parser.add_argument("--skip", default="",
-                        help="comma-separated parts to skip: fixit, libcst, noprefilter, single, "
-                             "batch, fix, scaling, stages, lsp")
-    parser.add_argument("--slow-corpora", default="te",
-                        help="corpora on which Fixit and the bare LibCST parse run (they take minutes "
-                             "on each; default: %(default)s; 'all' for every corpus)")
-    parser.add_argument("--lsp-edits", type=int, default=20,
-                        help="edits timed by benchmarks/lsp_latency.py (default: %(default)s)")
-    parser.add_argument("--scaling", default="0.125,0.25,0.5,1",
-                        help="fractions of the four corpora together (default: %(default)s)")
+    parser.add_argument(
+        "--slow-budget",
+        type=float,
+        default=20.0,
+        help="seconds a slow command (fixit, LibCST parse) may take in all before "
+        "no further run starts; it always runs at least once (default: 20)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="per-run timeout in seconds; a run past it is killed (default: 300)",
+    )
+    parser.add_argument(
+        "--skip",
+        default="",
+        help="comma-separated parts to skip: fixit, libcst, noprefilter, single, batch, fix, scaling, stages, lsp",
+    )
+    parser.add_argument(
+        "--slow-corpora",
+        default="te",
+        help="corpora on which Fixit and the bare LibCST parse run (they take minutes "
+        "on each; default: %(default)s; 'all' for every corpus)",
+    )
+    parser.add_argument(
+        "--lsp-edits", type=int, default=20, help="edits timed by benchmarks/lsp_latency.py (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--scaling", default="0.125,0.25,0.5,1", help="fractions of the four corpora together (default: %(default)s)"
+    )
     parser.add_argument("--gradgate", help="gradgate command (default: this Python -m gradgate)")
-    parser.add_argument("--no-snapshot", action="store_true",
-                        help="run gradgate from the checkout itself, not from a copy taken at the start")
+    parser.add_argument(
+        "--no-snapshot",
+        action="store_true",
+        help="run gradgate from the checkout itself, not from a copy taken at the start",
+    )
     parser.add_argument("--ruff", help="ruff executable")
     parser.add_argument("--fixit", help="fixit executable")
-    parser.add_argument("--install-tools", action="store_true",
-                        help="pip-install ruff and fixit into CACHE/tools-venv first")
+    parser.add_argument(
+        "--install-tools", action="store_true", help="pip-install ruff and fixit into CACHE/tools-venv first"
+    )
     parser.add_argument("--json", dest="json_out", help="write every raw number to this file")
     parser.add_argument("--markdown", help="also write the report to this file")
-    parser.add_argument("--report-from", metavar="JSON",
-                        help="measure nothing: re-render the report of an earlier --json file")
+    parser.add_argument(
+        "--report-from", metavar="JSON", help="measure nothing: re-render the report of an earlier --json file"
+    )
     args = parser.parse_args(argv)
     if args.report_from:
         report = json.loads(Path(args.report_from).read_text())
         saved = parser.parse_args([a for a in report.get("argv", [])[1:]])
-        for section in [*report.get("corpora", {}).values(), report.get("single_file"),
-                        report.get("batch"), report.get("fix"), *report.get("scaling", [])]:
+        for section in [
+            *report.get("corpora", {}).values(),
+            report.get("single_file"),
+            report.get("batch"),
+            report.get("fix"),
+            *report.get("scaling", []),
+        ]:
             if section:
                 section["_results"] = {k: Result.from_dict(k, d) for k, d in section["results"].items()}
         text = render(report, saved)
@@ -1043,8 +1291,11 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="gradgate-bench-"))
     XDG_CACHE = str(scratch / "xdg-cache")
     os.makedirs(XDG_CACHE, exist_ok=True)
-    slow_corpora = ({c.key for c in CORPORA} if args.slow_corpora.strip() == "all"
-                    else {k.strip() for k in args.slow_corpora.split(",") if k.strip()})
+    slow_corpora = (
+        {c.key for c in CORPORA}
+        if args.slow_corpora.strip() == "all"
+        else {k.strip() for k in args.slow_corpora.split(",") if k.strip()}
+    )
 
     def terminate(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)  # so that the scratch folder is removed
@@ -1060,10 +1311,17 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_snapshot and not args.gradgate:
             path, digest = snapshot_gradgate(scratch)
             probe = subprocess.run(
-                [sys.executable, "-c", ("import gradgate, gradgate.rules; print(gradgate.__file__); "
-                                        "print(gradgate.rules.__path__[0])")],
-                capture_output=True, text=True, check=False, cwd=str(scratch),
-                env={**python_env(), "PYTHONPATH": path})
+                [
+                    sys.executable,
+                    "-c",
+                    ("import gradgate, gradgate.rules; print(gradgate.__file__); print(gradgate.rules.__path__[0])"),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+                cwd=str(scratch),
+                env={**python_env(), "PYTHONPATH": path},
+            )
             if all(line.startswith(path) for line in probe.stdout.split()) and probe.stdout.strip():
                 GRADGATE_PATH = path
                 snapshot = f"copy of gradgate/ and rules/ taken at the start (sha256 {digest})"
@@ -1093,10 +1351,15 @@ def main(argv: list[str] | None = None) -> int:
             size = sum(os.path.getsize(root.parent / f) for f in files)
             list_file = scratch / f"files-{corpus.key}.txt"
             list_file.write_text("\n".join(files) + "\n")
-            corpus_info[corpus.key] = {"root": root, "archive": archive, "files": files, "bytes": size,
-                                       "list": str(list_file), "version": archive_version(corpus, archive),
-                                       "lines": sum(Path(root.parent / f).read_bytes().count(b"\n")
-                                                    for f in files)}
+            corpus_info[corpus.key] = {
+                "root": root,
+                "archive": archive,
+                "files": files,
+                "bytes": size,
+                "list": str(list_file),
+                "version": archive_version(corpus, archive),
+                "lines": sum(Path(root.parent / f).read_bytes().count(b"\n") for f in files),
+            }
 
         # -- per corpus ---------------------------------------------------------
         for corpus in wanted:
@@ -1109,10 +1372,13 @@ def main(argv: list[str] | None = None) -> int:
             note = ""
             if ruff_count is not None and ruff_count != len(info["files"]):
                 target = info["files"]  # ruff and gradgate would see different sets: name the files
-                note = (f"ruff lists {ruff_count} files, gradgate's walk {len(info['files'])}: "
-                        "every tool is given the file list")
-            tools = build_tools(box, cwd, target, info["list"], scratch, corpus.key, skip=skip,
-                                parse_tools=corpus.key in slow_corpora)
+                note = (
+                    f"ruff lists {ruff_count} files, gradgate's walk {len(info['files'])}: "
+                    "every tool is given the file list"
+                )
+            tools = build_tools(
+                box, cwd, target, info["list"], scratch, corpus.key, skip=skip, parse_tools=corpus.key in slow_corpora
+            )
             settle([root.parent / f for f in info["files"]], bench.log)
             meter = CpuMeter()
             results = bench.measure(tools)
@@ -1143,19 +1409,44 @@ def main(argv: list[str] | None = None) -> int:
             cwd = str(info["root"].parent)
             single_list = scratch / "files-single.txt"
             single_list.write_text(SINGLE_FILE + "\n")
-            tools = [t for t in build_tools(box, cwd, [SINGLE_FILE], str(single_list), scratch, "single",
-                                            skip=skip) if t.key != "gg_j1"]
+            tools = [
+                t
+                for t in build_tools(box, cwd, [SINGLE_FILE], str(single_list), scratch, "single", skip=skip)
+                if t.key != "gg_j1"
+            ]
             if box.features["no_cache"]:
-                tools.insert(3, Tool(
-                    "gg_nocache_inherit",
-                    "gradgate check --no-cache, inherited env (PYTHONDONTWRITEBYTECODE="
-                    f"{os.environ.get('PYTHONDONTWRITEBYTECODE', 'unset')})",
-                    [*box.gradgate, "check", "--no-cache", SINGLE_FILE], cwd,
-                    gradgate_env(inherit=True), group="gradgate"))
-            tools.append(Tool("py_floor", "python -c pass (interpreter start)",
-                              [sys.executable, "-c", "pass"], cwd, python_env(), ok_rc=(0,)))
-            tools.append(Tool("py_libcst", "python -c 'import libcst'",
-                              [sys.executable, "-c", "import libcst"], cwd, python_env(), ok_rc=(0,)))
+                tools.insert(
+                    3,
+                    Tool(
+                        "gg_nocache_inherit",
+                        "gradgate check --no-cache, inherited env (PYTHONDONTWRITEBYTECODE="
+                        f"{os.environ.get('PYTHONDONTWRITEBYTECODE', 'unset')})",
+                        [*box.gradgate, "check", "--no-cache", SINGLE_FILE],
+                        cwd,
+                        gradgate_env(inherit=True),
+                        group="gradgate",
+                    ),
+                )
+            tools.append(
+                Tool(
+                    "py_floor",
+                    "python -c pass (interpreter start)",
+                    [sys.executable, "-c", "pass"],
+                    cwd,
+                    python_env(),
+                    ok_rc=(0,),
+                )
+            )
+            tools.append(
+                Tool(
+                    "py_libcst",
+                    "python -c 'import libcst'",
+                    [sys.executable, "-c", "import libcst"],
+                    cwd,
+                    python_env(),
+                    ok_rc=(0,),
+                )
+            )
             bench.log(f"single file: {SINGLE_FILE}")
             meter = CpuMeter()
             results = bench.measure(tools)
@@ -1177,8 +1468,16 @@ def main(argv: list[str] | None = None) -> int:
             batch = [f for f in BATCH_FILES if (info["root"].parent / f).is_file()]
             batch_list = scratch / "files-batch.txt"
             batch_list.write_text("\n".join(batch) + "\n")
-            tools = build_tools(box, cwd, batch, str(batch_list), scratch, "batch", include_slow=False,
-                                subset=("gg_cold", "gg_warm", "gg_nocache", "gg_json", "ruff", "ruff_cached"))
+            tools = build_tools(
+                box,
+                cwd,
+                batch,
+                str(batch_list),
+                scratch,
+                "batch",
+                include_slow=False,
+                subset=("gg_cold", "gg_warm", "gg_nocache", "gg_json", "ruff", "ruff_cached"),
+            )
             bench.log(f"pre-commit batch: {len(batch)} files")
             meter = CpuMeter()
             results = bench.measure(tools)
@@ -1219,14 +1518,29 @@ def main(argv: list[str] | None = None) -> int:
                 subset_list = scratch / f"files-scaling-{count}.txt"
                 subset_list.write_text("\n".join(f"{k}/{r}" for k, r in chosen) + "\n")
                 targets = sorted({k for k, _ in chosen})
-                tools = build_tools(box, str(base), targets, str(subset_list), scratch, f"scale{count}",
-                                    include_slow=False, subset=("gg_cold", "gg_warm", "ruff"))
+                tools = build_tools(
+                    box,
+                    str(base),
+                    targets,
+                    str(subset_list),
+                    scratch,
+                    f"scale{count}",
+                    include_slow=False,
+                    subset=("gg_cold", "gg_warm", "ruff"),
+                )
                 bench.log(f"scaling: {count} files, {size / MB:.1f} MB")
                 settle([base / k / r for k, r in chosen], bench.log)  # links: a new ctime
                 results = bench.measure(tools)
-                rows.append({"fraction": fraction, "files": count, "bytes": size,
-                             "results": {k: v.as_dict() for k, v in results.items()},
-                             "_results": results, "findings": findings_verdict(results, tools)})
+                rows.append(
+                    {
+                        "fraction": fraction,
+                        "files": count,
+                        "bytes": size,
+                        "results": {k: v.as_dict() for k, v in results.items()},
+                        "_results": results,
+                        "findings": findings_verdict(results, tools),
+                    }
+                )
             report["scaling"] = rows
             report["scaling_noise"] = meter.stop()
 
@@ -1235,9 +1549,14 @@ def main(argv: list[str] | None = None) -> int:
             report["stages"] = {}
             for key, info in corpus_info.items():
                 bench.log(f"stages: {key}")
-                done = subprocess.run([sys.executable, str(HERE / "stages.py"), info["list"]],
-                                      cwd=str(info["root"].parent), capture_output=True, text=True,
-                                      env=gradgate_env(), check=False)
+                done = subprocess.run(
+                    [sys.executable, str(HERE / "stages.py"), info["list"]],
+                    cwd=str(info["root"].parent),
+                    capture_output=True,
+                    text=True,
+                    env=gradgate_env(),
+                    check=False,
+                )
                 try:
                     report["stages"][key] = json.loads(done.stdout)
                 except ValueError:
@@ -1315,13 +1634,30 @@ def measure_fix(bench: "Bench", box: Toolbox, info: dict[str, Any], scratch: Pat
 
     gg, genv = box.gradgate, gradgate_env()
     tools = [
-        Tool("gg_check_big", "gradgate check --no-cache", [*gg, "check", "--no-cache", name],
-             str(check_dir), genv, group="gradgate"),
-        Tool("gg_fix_big", "gradgate fix --no-cache (file restored before each run)",
-             [*gg, "fix", "--no-cache", name], str(fix_dir), genv, before=restore),
-        Tool("ruff", "ruff check (default rules, --no-cache)",
-             [box.ruff, "check", "--isolated", "--no-cache", name] if box.ruff else None,
-             str(check_dir), plain_env(), missing="not installed"),
+        Tool(
+            "gg_check_big",
+            "gradgate check --no-cache",
+            [*gg, "check", "--no-cache", name],
+            str(check_dir),
+            genv,
+            group="gradgate",
+        ),
+        Tool(
+            "gg_fix_big",
+            "gradgate fix --no-cache (file restored before each run)",
+            [*gg, "fix", "--no-cache", name],
+            str(fix_dir),
+            genv,
+            before=restore,
+        ),
+        Tool(
+            "ruff",
+            "ruff check (default rules, --no-cache)",
+            [box.ruff, "check", "--isolated", "--no-cache", name] if box.ruff else None,
+            str(check_dir),
+            plain_env(),
+            missing="not installed",
+        ),
     ]
     lines = data.count(b"\n")
     bench.log(f"fix: {name}, {lines:,} lines, {len(data) / MB:.1f} MB")
@@ -1330,7 +1666,7 @@ def measure_fix(bench: "Bench", box: Toolbox, info: dict[str, Any], scratch: Pat
     noise = meter.stop()
     after = (fix_dir / name).read_bytes().splitlines()  # what the last fix run wrote
     before = data.splitlines()
-    changed = (sum(a != b for a, b in zip(before, after)) + abs(len(before) - len(after)))
+    changed = sum(a != b for a, b in zip(before, after)) + abs(len(before) - len(after))
     return {
         "path": name,
         "bytes": len(data),
@@ -1353,23 +1689,27 @@ def measure_lsp(box: Toolbox, info: dict[str, Any], edits: int, timeout: float) 
     if not box.features.get("server"):
         return {"available": False, "why": "not available in this checkout (no `gradgate server`)"}
     env = gradgate_env()
-    helptext = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True,
-                              env=env, check=False, timeout=120).stdout
+    helptext = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, env=env, check=False, timeout=120
+    ).stdout
     cmd = [sys.executable, str(script)]
     if "--te" in helptext:
         cmd += ["--te", str(info["root"].parent)]
     if "--edits" in helptext:
         cmd += ["--edits", str(edits)]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False,
-                              timeout=timeout, cwd=str(REPO))
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=timeout, cwd=str(REPO))
     except subprocess.TimeoutExpired:
         return {"available": True, "command": shlex.join(cmd), "failed": f"timed out after {timeout:g} s"}
     out = done.stdout + done.stderr
     median = re.search(r"median ([\d.]+) ms of (\d+) edits", out)
     engine = re.search(r"engine alone[^\n]*?median ([\d.]+) ms", out)
-    result: dict[str, Any] = {"available": True, "command": shlex.join(cmd), "rc": done.returncode,
-                              "output": out.strip()[-2000:]}
+    result: dict[str, Any] = {
+        "available": True,
+        "command": shlex.join(cmd),
+        "rc": done.returncode,
+        "output": out.strip()[-2000:],
+    }
     if done.returncode != 0 or not median:
         result["failed"] = f"exit status {done.returncode}: {out.strip()[-300:]}"
         return result
@@ -1397,34 +1737,47 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
     out: list[str] = []
     out.append(f"## gradgate benchmark ({report['started']})")
     out.append("")
-    out.append(f"- machine: {m['nproc']} CPUs ({m['cpu_model']}), "
-               f"{(m['ram_bytes'] or 0) / (1 << 30):.1f} GiB RAM, Linux {m['kernel']}; "
-               f"load average at start {m['loadavg_start'][0]:.2f}, at end {m['loadavg_end'][0]:.2f}")
+    out.append(
+        f"- machine: {m['nproc']} CPUs ({m['cpu_model']}), "
+        f"{(m['ram_bytes'] or 0) / (1 << 30):.1f} GiB RAM, Linux {m['kernel']}; "
+        f"load average at start {m['loadavg_start'][0]:.2f}, at end {m['loadavg_end'][0]:.2f}"
+    )
     out.append(f"- Python {v['python']}; libcst {v['libcst']}")
-    out.append(f"- gradgate: {v['gradgate']} (commit {v['gradgate_commit']}, uncommitted changes in "
-               f"gradgate/ or rules/: {v['gradgate_modified']}; code run: {v.get('gradgate_source', '?')}); "
-               "check flags: "
-               + ", ".join(f"{k}={'yes' if x else 'NO'}" for k, x in report["gradgate_features"].items()))
-    out.append(f"- ruff: {v['ruff']} ({v.get('ruff_default_rules', '?')} rules enabled by default, "
-               f"{v.get('ruff_all_rules', '?')} with ALL); fixit: {v['fixit']}"
-               + (f" (libcst {v['fixit_libcst']})" if v.get("fixit_libcst") else "")
-               + f"; grep: {v['grep']}")
-    out.append(f"- {args.runs} timed runs of fast commands after 1 untimed warm-up, interleaved; "
-               f"slow commands until {args.slow_budget:g} s are spent (at least 1 run); Fixit and the "
-               f"bare LibCST parse on {getattr(args, 'slow_corpora', 'te')} only; "
-               f"per-run timeout {args.timeout:g} s; total benchmark time {report['elapsed_s']:.0f} s")
-    out.append("- gradgate's rows use its default text output (as ruff's do); the `--format json` row "
-               "also computes each fix's text edit. Every command runs with `XDG_CACHE_HOME` and "
-               "`GRADGATE_CACHE_DIR` in the run's scratch folder (no user cache is read or written), "
-               f"and a tree is measured only once its newest file is {SETTLE_S:g} s old (gradgate "
-               "trusts no file status younger than 2 s)")
-    out.append("- every command is a fresh process; Python commands run with bytecode compiled by "
-               "the warm-up (`PYTHONDONTWRITEBYTECODE` dropped, `PYTHONPYCACHEPREFIX=CACHE/pycache`); "
-               "the OS page cache holds the corpora (warm disk) for every tool")
-    out.append("- in the tables, ratios are time / gradgate's time (above 1: slower than gradgate); "
-               "the goals' ratios are gradgate / its baseline (below the limit: pass). "
-               "MB = 10^6 bytes; memory in MiB. 'peak RSS' = largest single process (wait4); "
-               "'tree PSS' = largest sampled sum over the command's processes")
+    out.append(
+        f"- gradgate: {v['gradgate']} (commit {v['gradgate_commit']}, uncommitted changes in "
+        f"gradgate/ or rules/: {v['gradgate_modified']}; code run: {v.get('gradgate_source', '?')}); "
+        "check flags: " + ", ".join(f"{k}={'yes' if x else 'NO'}" for k, x in report["gradgate_features"].items())
+    )
+    out.append(
+        f"- ruff: {v['ruff']} ({v.get('ruff_default_rules', '?')} rules enabled by default, "
+        f"{v.get('ruff_all_rules', '?')} with ALL); fixit: {v['fixit']}"
+        + (f" (libcst {v['fixit_libcst']})" if v.get("fixit_libcst") else "")
+        + f"; grep: {v['grep']}"
+    )
+    out.append(
+        f"- {args.runs} timed runs of fast commands after 1 untimed warm-up, interleaved; "
+        f"slow commands until {args.slow_budget:g} s are spent (at least 1 run); Fixit and the "
+        f"bare LibCST parse on {getattr(args, 'slow_corpora', 'te')} only; "
+        f"per-run timeout {args.timeout:g} s; total benchmark time {report['elapsed_s']:.0f} s"
+    )
+    out.append(
+        "- gradgate's rows use its default text output (as ruff's do); the `--format json` row "
+        "also computes each fix's text edit. Every command runs with `XDG_CACHE_HOME` and "
+        "`GRADGATE_CACHE_DIR` in the run's scratch folder (no user cache is read or written), "
+        f"and a tree is measured only once its newest file is {SETTLE_S:g} s old (gradgate "
+        "trusts no file status younger than 2 s)"
+    )
+    out.append(
+        "- every command is a fresh process; Python commands run with bytecode compiled by "
+        "the warm-up (`PYTHONDONTWRITEBYTECODE` dropped, `PYTHONPYCACHEPREFIX=CACHE/pycache`); "
+        "the OS page cache holds the corpora (warm disk) for every tool"
+    )
+    out.append(
+        "- in the tables, ratios are time / gradgate's time (above 1: slower than gradgate); "
+        "the goals' ratios are gradgate / its baseline (below the limit: pass). "
+        "MB = 10^6 bytes; memory in MiB. 'peak RSS' = largest single process (wait4); "
+        "'tree PSS' = largest sampled sum over the command's processes"
+    )
     out.append("")
 
     for key, data in report["corpora"].items():
@@ -1447,12 +1800,19 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
             if result.note:
                 out.append(f"- {result.label}: {result.note}")
         f = data["findings"]
-        out.append(f"- same findings: **{f['verdict']}** across {f['compared']} gradgate outputs "
-                   f"({', '.join(f['modes'])}); findings in each: {f['findings']}"
-                   + ("" if f.get("no_prefilter_checked") else
-                      "; --no-prefilter not compared (" + ("skipped" if report["gradgate_features"]["no_prefilter"]
-                                                          else "flag missing") + ")")
-                   + (f"; differing: {', '.join(f['differing'])}" if f.get("differing") else "") + ".")
+        out.append(
+            f"- same findings: **{f['verdict']}** across {f['compared']} gradgate outputs "
+            f"({', '.join(f['modes'])}); findings in each: {f['findings']}"
+            + (
+                ""
+                if f.get("no_prefilter_checked")
+                else "; --no-prefilter not compared ("
+                + ("skipped" if report["gradgate_features"]["no_prefilter"] else "flag missing")
+                + ")"
+            )
+            + (f"; differing: {', '.join(f['differing'])}" if f.get("differing") else "")
+            + "."
+        )
         out.append("")
 
     single = report.get("single_file")
@@ -1463,14 +1823,17 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
         out.append("")
         out.append(f"- {fmt_noise(single.get('noise'))}")
         f = single["findings"]
-        out.append(f"- same findings: **{f['verdict']}** across {f['compared']} gradgate outputs; "
-                   f"findings in each: {f['findings']}.")
+        out.append(
+            f"- same findings: **{f['verdict']}** across {f['compared']} gradgate outputs; "
+            f"findings in each: {f['findings']}."
+        )
         out.append("")
 
     batch = report.get("batch")
     if batch:
-        out.append(f"### Pre-commit batch: {len(batch['paths'])} TransformerEngine modules "
-                   f"({batch['bytes'] / 1000:.0f} kB)")
+        out.append(
+            f"### Pre-commit batch: {len(batch['paths'])} TransformerEngine modules ({batch['bytes'] / 1000:.0f} kB)"
+        )
         out.append("")
         out.append("Files: " + ", ".join(f"`{p.split('/')[-1]}`" for p in batch["paths"]) + ".")
         out.append("")
@@ -1478,33 +1841,44 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
         out.append("")
         out.append(f"- {fmt_noise(batch.get('noise'))}")
         f = batch["findings"]
-        out.append(f"- same findings: **{f['verdict']}** across {f['compared']} gradgate outputs; "
-                   f"findings in each: {f['findings']}.")
+        out.append(
+            f"- same findings: **{f['verdict']}** across {f['compared']} gradgate outputs; "
+            f"findings in each: {f['findings']}."
+        )
         out.append("")
 
     fix = report.get("fix")
     if fix:
         out.append(f"### fix on a {fix['lines']:,}-line file with one finding ({fix['bytes'] / MB:.1f} MB)")
         out.append("")
-        out.append("Real code: the TransformerEngine files that read no grad mode, whole, then one "
-                   "buggy function at the end (`bench.py`'s `big_source`); `fix` rewrites a copy "
-                   "restored before each run.")
+        out.append(
+            "Real code: the TransformerEngine files that read no grad mode, whole, then one "
+            "buggy function at the end (`bench.py`'s `big_source`); `fix` rewrites a copy "
+            "restored before each run."
+        )
         out.append("")
-        out.extend(corpus_table(fix["_results"], 1, fix["bytes"], ORDER, args.timeout,
-                                bases=(("gg_check_big", "gradgate check"),)))
+        out.extend(
+            corpus_table(
+                fix["_results"], 1, fix["bytes"], ORDER, args.timeout, bases=(("gg_check_big", "gradgate check"),)
+            )
+        )
         out.append("")
         out.append(f"- {fmt_noise(fix.get('noise'))}")
         f = fix["findings"]
-        out.append(f"- check's findings: **{f['verdict']}** across {f['compared']} outputs; findings in "
-                   f"each: {f['findings']} (expected 1); the last fix run changed "
-                   f"{fix['fix_changed_lines']} line(s) (line count {fix['fix_line_delta']:+d}).")
+        out.append(
+            f"- check's findings: **{f['verdict']}** across {f['compared']} outputs; findings in "
+            f"each: {f['findings']} (expected 1); the last fix run changed "
+            f"{fix['fix_changed_lines']} line(s) (line count {fix['fix_line_delta']:+d})."
+        )
         out.append("")
 
     scaling = report.get("scaling")
     if scaling:
         out.append("### Scaling: random subsets of the corpora together (seed 0)")
         out.append("")
-        out.append("| files | MB | gradgate cold s | gradgate warm s | ruff s | cold / ruff | warm / ruff | gradgate cold peak RSS MiB | tree PSS MiB | findings |")
+        out.append(
+            "| files | MB | gradgate cold s | gradgate warm s | ruff s | cold / ruff | warm / ruff | gradgate cold peak RSS MiB | tree PSS MiB | findings |"
+        )
         out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         series: dict[str, list[tuple[float, float]]] = {"gg_cold": [], "gg_warm": [], "ruff": []}
         for row in scaling:
@@ -1529,34 +1903,37 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
                 rate = f"{1 / b:.1f} MB/s marginal" if b > 0 else "no growth measured"
                 out.append(f"- {label}: time ≈ {a:.3f} s + {b * 1000:.1f} ms/MB ({rate})")
         out.append(f"- {fmt_noise(report.get('scaling_noise'))}")
-        report["scaling_fit"] = {
-            k: linear_fit([x for x, _ in s], [y for _, y in s]) for k, s in series.items()
-        }
+        report["scaling_fit"] = {k: linear_fit([x for x, _ in s], [y for _, y in s]) for k, s in series.items()}
         out.append("")
 
     stages = report.get("stages")
     if stages:
         out.append("### Where gradgate spends its time (one process, serial, no cache; `stages.py`)")
         out.append("")
-        out.append("Per stage: files (seconds). `prefilter`: the bytes hold no grad-mode token; "
-                   "`model`: stdlib `ast` parse, grad-mode model and the rules' judgement (no LibCST); "
-                   "`fix`: the files with a fixable finding fixed in memory (the analysis again, "
-                   "LibCST on the statements that change, the re-check), with the time beyond "
-                   "their check.")
+        out.append(
+            "Per stage: files (seconds). `prefilter`: the bytes hold no grad-mode token; "
+            "`model`: stdlib `ast` parse, grad-mode model and the rules' judgement (no LibCST); "
+            "`fix`: the files with a fixable finding fixed in memory (the analysis again, "
+            "LibCST on the statements that change, the re-check), with the time beyond "
+            "their check."
+        )
         out.append("")
-        out.append("| corpus | import gradgate s | read s | prefilter | model | other | check s "
-                   "| LibCST imported by check | import libcst s | fix (beyond check s) | lines LibCST parsed "
-                   "| slowest file |")
+        out.append(
+            "| corpus | import gradgate s | read s | prefilter | model | other | check s "
+            "| LibCST imported by check | import libcst s | fix (beyond check s) | lines LibCST parsed "
+            "| slowest file |"
+        )
         out.append("|---|---:|---:|---|---|---|---:|---|---:|---|---:|---|")
         for key, s in stages.items():
             if "error" in s:
                 out.append(f"| {key} | unavailable: {s['error'][:80]} | | | | | | | | | | |")
                 continue
             if "check_s" not in s:  # an older stages.py (last-run.json of an earlier run)
-                by_stage = ", ".join(f"{name} {d['files']} ({d['seconds']:.3f})"
-                                     for name, d in s["stages"].items())
-                out.append(f"| {key} | {s.get('import_gradgate_s', 0):.3f} | {s.get('read_s', 0):.3f} | "
-                           f"{by_stage} | | | | | {s.get('import_libcst_s', 0):.3f} | | {_parsed_share(s)} | |")
+                by_stage = ", ".join(f"{name} {d['files']} ({d['seconds']:.3f})" for name, d in s["stages"].items())
+                out.append(
+                    f"| {key} | {s.get('import_gradgate_s', 0):.3f} | {s.get('read_s', 0):.3f} | "
+                    f"{by_stage} | | | | | {s.get('import_libcst_s', 0):.3f} | | {_parsed_share(s)} | |"
+                )
                 continue
 
             def cell(d: dict[str, Any] | None) -> str:
@@ -1565,11 +1942,9 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
             known = {"prefilter", "model"}
             other = ", ".join(f"{n} {cell(d)}" for n, d in s["stages"].items() if n not in known) or "–"
             fx = s.get("fix") or {}
-            fix_text = (f"{fx['files']} ({fx['seconds']:.3f}, {fx['beyond_check_s']:+.3f})"
-                        if fx.get("files") else "0")
+            fix_text = f"{fx['files']} ({fx['seconds']:.3f}, {fx['beyond_check_s']:+.3f})" if fx.get("files") else "0"
             slowest = s["slowest"][0] if s["slowest"] else None
-            slow_text = (f"`{slowest['path']}` ({slowest['stage']}, {slowest['seconds']:.3f} s)"
-                         if slowest else "")
+            slow_text = f"`{slowest['path']}` ({slowest['stage']}, {slowest['seconds']:.3f} s)" if slowest else ""
             out.append(
                 f"| {key} | {s['import_gradgate_s']:.3f}{' (LibCST too)' if s.get('libcst_after_import') else ''} "
                 f"| {s['read_s']:.3f} | {cell(s['stages'].get('prefilter'))} | {cell(s['stages'].get('model'))} "
@@ -1588,10 +1963,11 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
             out.append(f"- `{lsp['command']}` failed: {lsp['failed']}")
         else:
             engine = lsp.get("engine_ms")
-            out.append(f"- diagnostics of `layernorm_mlp.py` after a change: median **{lsp['median_ms']:.1f} ms** "
-                       f"of {lsp['edits']} edits on a warm server"
-                       + (f"; the engine alone on the same text (`lint_source`, same run): {engine:.1f} ms"
-                          if engine else ""))
+            out.append(
+                f"- diagnostics of `layernorm_mlp.py` after a change: median **{lsp['median_ms']:.1f} ms** "
+                f"of {lsp['edits']} edits on a warm server"
+                + (f"; the engine alone on the same text (`lint_source`, same run): {engine:.1f} ms" if engine else "")
+            )
             out.append(f"- command: `{lsp['command']}` (it runs the checkout's gradgate, not the snapshot)")
         if lsp.get("available") and lsp.get("noise"):
             out.append(f"- {fmt_noise(lsp.get('noise'))}")
@@ -1626,8 +2002,17 @@ def render_goals(report: dict[str, Any]) -> list[str]:
         r = section["_results"].get(key)
         return r.cpu if r is not None else None
 
-    def ratio_goal(issue: str, name: str, section: dict[str, Any] | None, a_key: str, b_key: str,
-                   limit: float, a_name: str, b_name: str, b_section: dict[str, Any] | None = None) -> None:
+    def ratio_goal(
+        issue: str,
+        name: str,
+        section: dict[str, Any] | None,
+        a_key: str,
+        b_key: str,
+        limit: float,
+        a_name: str,
+        b_name: str,
+        b_section: dict[str, Any] | None = None,
+    ) -> None:
         b_section = b_section or section
         a, b = med(section, a_key), med(b_section, b_key)
         if a is None or not b:
@@ -1636,27 +2021,57 @@ def render_goals(report: dict[str, Any]) -> list[str]:
         x = a / b
         ca, cb = cpu_of(section, a_key), cpu_of(b_section, b_key)
         cpu_text = f" (CPU s {ca:.3f} / {cb:.3f} = {ca / cb:.2f}×)" if ca and cb else ""
-        goals.append((issue, name, f"{a_name} {fmt_s(a)} s / {b_name} {fmt_s(b)} s = **{x:.2f}×**{cpu_text}",
-                      x <= limit))
+        goals.append(
+            (issue, name, f"{a_name} {fmt_s(a)} s / {b_name} {fmt_s(b)} s = **{x:.2f}×**{cpu_text}", x <= limit)
+        )
 
     te, tf = corpora.get("te"), corpora.get("transformers")
     single, batch, fix, lsp = (report.get(k) for k in ("single_file", "batch", "fix", "lsp"))
 
     # -- issue 13
-    ratio_goal("13", "single file cold ≤ 0.75× `python -c \"import libcst\"`",
-               single, "gg_cold", "py_libcst", 0.75, "cold", "import libcst")
+    ratio_goal(
+        "13",
+        'single file cold ≤ 0.75× `python -c "import libcst"`',
+        single,
+        "gg_cold",
+        "py_libcst",
+        0.75,
+        "cold",
+        "import libcst",
+    )
     ratio_goal("13", "5-file pre-commit batch cold ≤ 3× `ruff check`", batch, "gg_cold", "ruff", 3, "cold", "ruff")
     ratio_goal("13", "TE cold ≤ 1.5× `ruff check`", te, "gg_cold", "ruff", 1.5, "cold", "ruff")
-    ratio_goal("13", f"transformers cold ≤ 0.4× `ruff check`{' (' + tf['package'] + ')' if tf else ''}",
-               tf, "gg_cold", "ruff", 0.4, "cold", "ruff")
+    ratio_goal(
+        "13",
+        f"transformers cold ≤ 0.4× `ruff check`{' (' + tf['package'] + ')' if tf else ''}",
+        tf,
+        "gg_cold",
+        "ruff",
+        0.4,
+        "cold",
+        "ruff",
+    )
     ratio_goal("13", "warm TE ≤ 0.3× `ruff check`", te, "gg_warm", "ruff", 0.3, "warm", "ruff")
     if fix:
-        ratio_goal("13", f"`fix` on the {fix['lines']:,}-line file ≤ 2× its `check`",
-                   fix, "gg_fix_big", "gg_check_big", 2, "fix", "check")
+        ratio_goal(
+            "13",
+            f"`fix` on the {fix['lines']:,}-line file ≤ 2× its `check`",
+            fix,
+            "gg_fix_big",
+            "gg_check_big",
+            2,
+            "fix",
+            "check",
+        )
         peak = fix["_results"]["gg_fix_big"].peak if "gg_fix_big" in fix["_results"] else None
-        goals.append(("13", "`fix` on that file: peak memory ≤ 400 MB (max of peak RSS and tree PSS)",
-                      f"{peak / MB:.0f} MB / 400 MB = **{peak / MB / 400:.2f}×**" if peak else "not measured",
-                      None if not peak else peak <= 400 * MB))
+        goals.append(
+            (
+                "13",
+                "`fix` on that file: peak memory ≤ 400 MB (max of peak RSS and tree PSS)",
+                f"{peak / MB:.0f} MB / 400 MB = **{peak / MB / 400:.2f}×**" if peak else "not measured",
+                None if not peak else peak <= 400 * MB,
+            )
+        )
     else:
         goals.append(("13", "`fix` on a 100k-line file ≤ 2× its `check`; peak ≤ 400 MB", "not measured", None))
     # workers: where the default started workers, they must beat one process
@@ -1669,28 +2084,52 @@ def render_goals(report: dict[str, Any]) -> list[str]:
         procs = default.procs or 1
         ok = procs <= 1 or default.median < single_proc.median
         verdicts.append(ok)
-        cpu = (f", CPU {default.cpu / single_proc.cpu:.2f}×" if default.cpu and single_proc.cpu else "")
-        parts.append(f"{key}: {procs} proc, {fmt_s(default.median)} / {fmt_s(single_proc.median)} s = "
-                     f"{default.median / single_proc.median:.2f}×{cpu}")
-    noprefilter = [f"{k} {d['_results']['gg_noprefilter'].procs or '?'}" for k, d in corpora.items()
-                   if "gg_noprefilter" in d["_results"] and d["_results"]["gg_noprefilter"].runs]
-    goals.append(("13", "workers only when the files reaching analysis pay for them: where default `-j` "
-                  "starts workers it beats `-j 1` (`--no-cache`, default / `-j 1`)",
-                  "; ".join(parts) + (f" (processes with --no-prefilter, every file analysed: "
-                                      f"{', '.join(noprefilter)})" if noprefilter else "")
-                  if parts else "not measured",
-                  all(verdicts) if verdicts else None))
+        cpu = f", CPU {default.cpu / single_proc.cpu:.2f}×" if default.cpu and single_proc.cpu else ""
+        parts.append(
+            f"{key}: {procs} proc, {fmt_s(default.median)} / {fmt_s(single_proc.median)} s = "
+            f"{default.median / single_proc.median:.2f}×{cpu}"
+        )
+    noprefilter = [
+        f"{k} {d['_results']['gg_noprefilter'].procs or '?'}"
+        for k, d in corpora.items()
+        if "gg_noprefilter" in d["_results"] and d["_results"]["gg_noprefilter"].runs
+    ]
+    goals.append(
+        (
+            "13",
+            "workers only when the files reaching analysis pay for them: where default `-j` "
+            "starts workers it beats `-j 1` (`--no-cache`, default / `-j 1`)",
+            "; ".join(parts)
+            + (
+                f" (processes with --no-prefilter, every file analysed: {', '.join(noprefilter)})"
+                if noprefilter
+                else ""
+            )
+            if parts
+            else "not measured",
+            all(verdicts) if verdicts else None,
+        )
+    )
     if lsp and lsp.get("available") and lsp.get("median_ms") is not None:
         engine = lsp.get("engine_ms")
-        goals.append(("13", "language server: diagnostics for layernorm_mlp.py ≤ 50 ms after a change "
-                      "(median of 20 edits, warm server)",
-                      f"{lsp['median_ms']:.1f} ms / 50 ms = **{lsp['median_ms'] / 50:.2f}×**"
-                      + (f" (engine alone {engine:.1f} ms)" if engine else ""),
-                      lsp["median_ms"] <= 50))
+        goals.append(
+            (
+                "13",
+                "language server: diagnostics for layernorm_mlp.py ≤ 50 ms after a change "
+                "(median of 20 edits, warm server)",
+                f"{lsp['median_ms']:.1f} ms / 50 ms = **{lsp['median_ms'] / 50:.2f}×**"
+                + (f" (engine alone {engine:.1f} ms)" if engine else ""),
+                lsp["median_ms"] <= 50,
+            )
+        )
     else:
-        why = ("not measured (skipped, or a report without it)" if not lsp
-               else "not available in this checkout" if not lsp.get("available")
-               else f"failed: {lsp.get('failed', '')[:120]}")
+        why = (
+            "not measured (skipped, or a report without it)"
+            if not lsp
+            else "not available in this checkout"
+            if not lsp.get("available")
+            else f"failed: {lsp.get('failed', '')[:120]}"
+        )
         goals.append(("13", "language server: diagnostics for layernorm_mlp.py ≤ 50 ms after a change", why, None))
 
     # -- issue 11
@@ -1700,9 +2139,14 @@ def render_goals(report: dict[str, Any]) -> list[str]:
         measured = [x for x in values.values() if x is not None]
         detail = ", ".join(f"{k.removeprefix('gg_')} {fmt_s(x)} s" for k, x in values.items())
         worst = max(measured) if measured else None
-        goals.append(("11", "single file < 0.4 s (cold, warm and --no-cache)",
-                      f"{detail}; worst / 0.4 s = **{worst / 0.4:.2f}×**" if worst else detail,
-                      (worst < 0.4) if worst else None))
+        goals.append(
+            (
+                "11",
+                "single file < 0.4 s (cold, warm and --no-cache)",
+                f"{detail}; worst / 0.4 s = **{worst / 0.4:.2f}×**" if worst else detail,
+                (worst < 0.4) if worst else None,
+            )
+        )
     ratio_goal("11", "TE warm ≤ 1.5× `ruff check`", te, "gg_warm", "ruff", 1.5, "warm", "ruff")
     verdicts_f = [(k, d["findings"]) for k, d in corpora.items()]
     for name, section in (("single", single), ("batch", batch), ("fix-file", fix)):
@@ -1711,25 +2155,41 @@ def render_goals(report: dict[str, Any]) -> list[str]:
     verdicts_f += [(f"scaling {row['files']}", row["findings"]) for row in report.get("scaling", [])]
     same = all(v["verdict"] == "identical" for _, v in verdicts_f) if verdicts_f else None
     prefilter = all(d["findings"].get("no_prefilter_checked") for d in corpora.values()) and bool(corpora)
-    goals.append(("11", "same findings cold = warm = --no-cache = --no-prefilter (and -j 1, JSON), "
-                  "every run, every corpus",
-                  ", ".join(f"{k}: {v['verdict']} ({v['compared']} outputs, {v['findings']} findings)"
-                            for k, v in verdicts_f)
-                  + ("" if prefilter else "; --no-prefilter not compared on every corpus"),
-                  same if prefilter else (None if same else same)))
+    goals.append(
+        (
+            "11",
+            "same findings cold = warm = --no-cache = --no-prefilter (and -j 1, JSON), every run, every corpus",
+            ", ".join(f"{k}: {v['verdict']} ({v['compared']} outputs, {v['findings']} findings)" for k, v in verdicts_f)
+            + ("" if prefilter else "; --no-prefilter not compared on every corpus"),
+            same if prefilter else (None if same else same),
+        )
+    )
 
     # -- earlier goals, kept
-    ratio_goal("earlier", "TE cold ≥ 10× faster than a bare LibCST parse of every file "
-               "(cold / parse ≤ 0.1×)", te, "gg_cold", "libcst", 0.1, "cold", "parse")
+    ratio_goal(
+        "earlier",
+        "TE cold ≥ 10× faster than a bare LibCST parse of every file (cold / parse ≤ 0.1×)",
+        te,
+        "gg_cold",
+        "libcst",
+        0.1,
+        "cold",
+        "parse",
+    )
     if corpora:
         largest_key = max(corpora, key=lambda k: corpora[k]["bytes"])
         r = corpora[largest_key]["_results"]
         peaks = {k: r[k].peak for k in ("gg_cold", "gg_warm", "gg_nocache") if k in r and r[k].peak}
         peak = max(peaks.values()) if peaks else None
-        goals.append(("earlier", f"check's peak memory < 200 MB on the largest corpus ({largest_key}, "
-                      f"{corpora[largest_key]['bytes'] / MB:.1f} MB; cold, warm, --no-cache)",
-                      f"{peak / MB:.0f} MB / 200 MB = **{peak / MB / 200:.2f}×**" if peak else "not measured",
-                      None if peak is None else peak < 200 * MB))
+        goals.append(
+            (
+                "earlier",
+                f"check's peak memory < 200 MB on the largest corpus ({largest_key}, "
+                f"{corpora[largest_key]['bytes'] / MB:.1f} MB; cold, warm, --no-cache)",
+                f"{peak / MB:.0f} MB / 200 MB = **{peak / MB / 200:.2f}×**" if peak else "not measured",
+                None if peak is None else peak < 200 * MB,
+            )
+        )
 
     out.append("| issue | goal | measured (same run) | verdict |")
     out.append("|---|---|---|---|")

@@ -32,8 +32,20 @@ MLP = "transformer_engine/pytorch/module/layernorm_mlp.py"
 
 
 def download_te(target: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                    "transformer-engine==2.20.2", "-d", str(target)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--quiet",
+            "transformer-engine==2.20.2",
+            "-d",
+            str(target),
+        ],
+        check=True,
+    )
     (wheel,) = target.glob("transformer_engine-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         archive.extract(MLP, target / "unpacked")
@@ -53,25 +65,29 @@ async def measure(path: Path, edits: int, debounce_ms: float) -> list[float]:
 
     await client.start_io(sys.executable, "-m", "gradgate", "server", cwd=str(HERE.parent))
     await client.initialize_async(
-        types.InitializeParams(capabilities=types.ClientCapabilities(),
-                               initialization_options={"debounce": debounce_ms})
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(), initialization_options={"debounce": debounce_ms}
+        )
     )
     client.initialized(types.InitializedParams())
     uri = path.as_uri()
     text = path.read_text(encoding="utf-8")
     events[1] = asyncio.Event()
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+    )
     await asyncio.wait_for(events[1].wait(), 60)  # warm: rules and LibCST imported
     latencies = []
     for n in range(edits):
         version = n + 2
         events[version] = asyncio.Event()
         sent = time.perf_counter()
-        client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text=f"# edit {n}\n" + text)],
-        ))
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=f"# edit {n}\n" + text)],
+            )
+        )
         await asyncio.wait_for(events[version].wait(), 60)
         latencies.append(arrived[version] - sent)
     await client.shutdown_async(None)
@@ -109,11 +125,14 @@ def main() -> None:
         engine = engine_time(path, args.edits)
     median = statistics.median(latencies)
     base = statistics.median(engine)
-    print(f"layernorm_mlp.py diagnostics latency after a change: median {median * 1000:.1f} ms "
-          f"of {args.edits} edits (debounce {args.debounce:g} ms; min {min(latencies) * 1000:.1f}, "
-          f"max {max(latencies) * 1000:.1f})")
-    print(f"engine alone (lint_source, same text): median {base * 1000:.1f} ms; "
-          f"server/engine ratio {median / base:.2f}x")
+    print(
+        f"layernorm_mlp.py diagnostics latency after a change: median {median * 1000:.1f} ms "
+        f"of {args.edits} edits (debounce {args.debounce:g} ms; min {min(latencies) * 1000:.1f}, "
+        f"max {max(latencies) * 1000:.1f})"
+    )
+    print(
+        f"engine alone (lint_source, same text): median {base * 1000:.1f} ms; server/engine ratio {median / base:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -99,20 +99,24 @@ def main() -> int:
         print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
         return 0
     timings.sort(reverse=True)
-    print(json.dumps({
-        "import_gradgate_s": t1 - t0,
-        "libcst_after_import": libcst_after_import,
-        "config_s": t2 - t1,
-        "read_s": t3 - t2,
-        "check_s": t4 - t3,
-        "stages": stages,
-        "libcst_after_check": libcst_after_check,
-        "import_libcst_s": t5 - t4,
-        "fix": fix,
-        "lines": lines,
-        "cst_lines": fix["cst_lines"],
-        "slowest": [{"path": p, "stage": s, "seconds": t} for t, p, s in timings[:5]],
-    }))
+    print(
+        json.dumps(
+            {
+                "import_gradgate_s": t1 - t0,
+                "libcst_after_import": libcst_after_import,
+                "config_s": t2 - t1,
+                "read_s": t3 - t2,
+                "check_s": t4 - t3,
+                "stages": stages,
+                "libcst_after_check": libcst_after_check,
+                "import_libcst_s": t5 - t4,
+                "fix": fix,
+                "lines": lines,
+                "cst_lines": fix["cst_lines"],
+                "slowest": [{"path": p, "stage": s, "seconds": t} for t, p, s in timings[:5]],
+            }
+        )
+    )
     return 0
 
 

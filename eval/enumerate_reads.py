@@ -24,7 +24,7 @@ import ast
 import csv
 import os
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 GRAD_FUNCS = frozenset({"is_grad_enabled", "is_inference_mode_enabled"})
 PASS_THROUGH_PARENTS = (ast.Call, ast.keyword, ast.Tuple, ast.List, ast.Dict, ast.Set, ast.Starred)

@@ -36,9 +36,10 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 RULES = ("GG001", "GG002", "GG003")
@@ -118,8 +119,7 @@ class Report:
 def load_packages(path: Path) -> tuple[list[Package], tuple[str, ...]]:
     data = json.loads(path.read_text())
     packages = [
-        Package(p["name"], p["version"], p.get("dist", "any"), tuple(p["import_dirs"]))
-        for p in data["packages"]
+        Package(p["name"], p["version"], p.get("dist", "any"), tuple(p["import_dirs"])) for p in data["packages"]
     ]
     return packages, tuple(data.get("exclude_dirs", ()))
 
@@ -220,9 +220,7 @@ def find_root(unpacked: Path, import_dirs: Iterable[str]) -> Path | None:
     return None
 
 
-def run_gradgate(
-    gradgate: list[str], package: Package, root: Path
-) -> tuple[list[Finding], list[str]]:
+def run_gradgate(gradgate: list[str], package: Package, root: Path) -> tuple[list[Finding], list[str]]:
     findings: list[Finding] = []
     errors: list[str] = []
     for import_dir in package.import_dirs:
@@ -233,8 +231,7 @@ def run_gradgate(
         result = subprocess.run(command, cwd=root, capture_output=True, text=True)
         if result.returncode not in (0, 1):
             errors.append(
-                f"{package.name}/{import_dir}: gradgate exited {result.returncode}: "
-                f"{result.stderr.strip()[-2000:]}"
+                f"{package.name}/{import_dir}: gradgate exited {result.returncode}: {result.stderr.strip()[-2000:]}"
             )
         try:
             items = json.loads(result.stdout) if result.stdout.strip() else []
@@ -277,8 +274,8 @@ def score(
 ) -> Report:
     report = Report()
     names = [p.name for p in packages]
-    by_key = {(l.package, l.path, l.line): l for l in labels}
-    bugs = {(l.package, l.path, l.line, l.rule): l for l in labels if l.label == "BUG"}
+    by_key = {(label.package, label.path, label.line): label for label in labels}
+    bugs = {(label.package, label.path, label.line, label.rule): label for label in labels if label.label == "BUG"}
     for name in names:
         report.by_package[name] = Score()
     for rule in RULES:
@@ -311,7 +308,7 @@ def score(
                 rule_score.false_positives += 1
                 report.total.false_positives += 1
                 report.false_positives.append((finding, by_key.get(key[:3])))
-    report.missed = [l for k, l in bugs.items() if k not in hit and l.package in report.by_package]
+    report.missed = [label for k, label in bugs.items() if k not in hit and label.package in report.by_package]
     return report
 
 
@@ -345,8 +342,8 @@ def render(report: Report, source_of: dict[tuple[str, str, int], str]) -> str:
         f"### Missed bugs ({len(report.missed)})",
         "",
     ]
-    for l in sorted(report.missed, key=lambda l: (l.package, l.path, l.line)):
-        out.append(f"- {l.rule} {l.package} `{l.path}:{l.line}`: `{l.source}`")
+    for label in sorted(report.missed, key=lambda label: (label.package, label.path, label.line)):
+        out.append(f"- {label.rule} {label.package} `{label.path}:{label.line}`: `{label.source}`")
     out += ["", f"### False positives ({len(report.false_positives)})", ""]
     for finding, label in sorted(report.false_positives, key=lambda fl: (fl[0].package, fl[0].path, fl[0].line)):
         if label is None:
@@ -360,10 +357,8 @@ def render(report: Report, source_of: dict[tuple[str, str, int], str]) -> str:
     return "\n".join(out)
 
 
-def source_lines(
-    report: Report, labels: list[Label], roots: dict[str, Path]
-) -> dict[tuple[str, str, int], str]:
-    sources = {(l.package, l.path, l.line): l.source for l in labels}
+def source_lines(report: Report, labels: list[Label], roots: dict[str, Path]) -> dict[tuple[str, str, int], str]:
+    sources = {(label.package, label.path, label.line): label.source for label in labels}
     for finding, _ in report.false_positives:
         key = (finding.package, finding.path, finding.line)
         root = roots.get(finding.package)
@@ -384,16 +379,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--packages", type=Path, default=HERE / "packages.json")
     parser.add_argument("--labels", type=Path, default=HERE / "labels.csv")
-    parser.add_argument("--cache", type=Path, default=None,
-                        help="download/unpack directory, reused between runs (default: a temp dir)")
-    parser.add_argument("--package", action="append", default=None,
-                        help="only this package (repeatable)")
-    parser.add_argument("--gradgate", default=f"{shlex.quote(sys.executable)} -m gradgate",
-                        help="command that runs gradgate (default: %(default)s)")
-    parser.add_argument("--findings-from", type=Path, default=None,
-                        help="debug: read findings from this JSON file instead of running gradgate")
-    parser.add_argument("--json", dest="json_out", type=Path, default=None,
-                        help="write the numbers and the missed/false-positive lists here")
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="download/unpack directory, reused between runs (default: a temp dir)"
+    )
+    parser.add_argument("--package", action="append", default=None, help="only this package (repeatable)")
+    parser.add_argument(
+        "--gradgate",
+        default=f"{shlex.quote(sys.executable)} -m gradgate",
+        help="command that runs gradgate (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--findings-from",
+        type=Path,
+        default=None,
+        help="debug: read findings from this JSON file instead of running gradgate",
+    )
+    parser.add_argument(
+        "--json",
+        dest="json_out",
+        type=Path,
+        default=None,
+        help="write the numbers and the missed/false-positive lists here",
+    )
     return parser.parse_args(argv)
 
 
@@ -406,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"unknown package(s): {sorted(unknown)}", file=sys.stderr)
             return 2
         packages = [p for p in packages if p.name in args.package]
-    labels = [l for l in load_labels(args.labels) if l.package in {p.name for p in packages}]
+    labels = [label for label in load_labels(args.labels) if label.package in {p.name for p in packages}]
     errors: list[str] = []
     roots: dict[str, Path] = {}
 
@@ -437,17 +444,41 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
 
     if args.json_out is not None:
-        args.json_out.write_text(json.dumps({
-            "packages": {p.name: {"version": p.version, **report.by_package[p.name].as_dict()} for p in packages},
-            "rules": {rule: s.as_dict() for rule, s in sorted(report.by_rule.items())},
-            "total": report.total.as_dict(),
-            "missed": [{"package": l.package, "path": l.path, "line": l.line, "rule": l.rule, "source": l.source}
-                       for l in report.missed],
-            "false_positives": [{"package": f.package, "path": f.path, "line": f.line, "rule": f.rule,
-                                 "label": None if l is None else l.label, "message": f.message}
-                                for f, l in report.false_positives],
-            "errors": errors,
-        }, indent=2) + "\n")
+        args.json_out.write_text(
+            json.dumps(
+                {
+                    "packages": {
+                        p.name: {"version": p.version, **report.by_package[p.name].as_dict()} for p in packages
+                    },
+                    "rules": {rule: s.as_dict() for rule, s in sorted(report.by_rule.items())},
+                    "total": report.total.as_dict(),
+                    "missed": [
+                        {
+                            "package": label.package,
+                            "path": label.path,
+                            "line": label.line,
+                            "rule": label.rule,
+                            "source": label.source,
+                        }
+                        for label in report.missed
+                    ],
+                    "false_positives": [
+                        {
+                            "package": f.package,
+                            "path": f.path,
+                            "line": f.line,
+                            "rule": f.rule,
+                            "label": None if label is None else label.label,
+                            "message": f.message,
+                        }
+                        for f, label in report.false_positives
+                    ],
+                    "errors": errors,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
 
     if errors:
         return 2

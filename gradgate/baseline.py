@@ -13,8 +13,8 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 
-from .results import Finding
 from .reporters import fingerprint
+from .results import Finding
 
 FORMAT = 1
 
@@ -29,7 +29,7 @@ def _key(finding: Finding, root: str | None) -> tuple[str, str]:
 
 def write(path: str, findings: Sequence[Finding], root: str | None = None) -> int:
     counts = Counter(_key(f, root) for f in findings)
-    first = {}
+    first: dict[tuple[str, str], Finding] = {}
     for f in findings:
         first.setdefault(_key(f, root), f)
     entries = [
@@ -80,8 +80,13 @@ def load(path: str) -> Counter:
             rule, digest, count = entry["rule"], entry["fingerprint"], entry.get("count", 1)
         except (KeyError, TypeError, AttributeError):
             raise BaselineError(f"{path}: malformed baseline entry {_short(entry)}") from None
-        if (not isinstance(rule, str) or not isinstance(digest, str)
-                or not isinstance(count, int) or isinstance(count, bool) or not 0 < count <= MAX_COUNT):
+        if (
+            not isinstance(rule, str)
+            or not isinstance(digest, str)
+            or not isinstance(count, int)
+            or isinstance(count, bool)
+            or not 0 < count <= MAX_COUNT
+        ):
             raise BaselineError(f"{path}: malformed baseline entry {_short(entry)}")
         known[(rule, digest)] += count
     return known

@@ -43,9 +43,7 @@ def rewrap(inner: cst.BaseExpression, outer: cst.BaseExpression) -> cst.BaseExpr
     """``inner`` taking the place of ``outer``: it keeps outer's parentheses too."""
     if not outer.lpar:
         return inner
-    return inner.with_changes(
-        lpar=[*outer.lpar, *inner.lpar], rpar=[*inner.rpar, *outer.rpar]
-    )
+    return inner.with_changes(lpar=[*outer.lpar, *inner.lpar], rpar=[*inner.rpar, *outer.rpar])
 
 
 @dataclass(frozen=True)

@@ -81,8 +81,15 @@ def validity_digest(config: Config) -> str:
     """Digest of everything a cached result depends on besides the file itself."""
     from .registry import code_digest
 
-    parts = [FORMAT, __version__, code_digest(), sys.version, sys.implementation.cache_tag,
-             _libcst_stamp(), config.fingerprint()]
+    parts = [
+        FORMAT,
+        __version__,
+        code_digest(),
+        sys.version,
+        sys.implementation.cache_tag,
+        _libcst_stamp(),
+        config.fingerprint(),
+    ]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:20]
 
 
@@ -102,8 +109,11 @@ def secret_key(create: bool = True) -> bytes | None:
             return None
         try:
             info = os.fstat(fd)
-            if (not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077
-                    or (hasattr(os, "geteuid") and info.st_uid != os.geteuid())):
+            if (
+                not stat.S_ISREG(info.st_mode)
+                or info.st_mode & 0o077
+                or (hasattr(os, "geteuid") and info.st_uid != os.geteuid())
+            ):
                 return None
             key = os.read(fd, 256).strip()
         except OSError:
@@ -142,7 +152,6 @@ class ResultCache:
         self.key = key if key is not None else secret_key()
         self._entries: dict[str, dict] = {}
         self._used: dict[str, dict] = {}
-        self.hits = 0
         self.dirty = False
         if self.key is not None:
             self._entries = self._load()
@@ -193,7 +202,6 @@ class ResultCache:
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
             return None  # an entry of another shape: recompute it
         self._used[abspath] = entry
-        self.hits += 1
         return result
 
     def refresh(self, abspath: str, info: os.stat_result | None, now_ns: int) -> None:
@@ -204,10 +212,10 @@ class ResultCache:
             self.dirty = True
 
     # -- recording --------------------------------------------------------------------
-    def put(self, abspath: str, digest: str, info: os.stat_result | None, now_ns: int,
-            result: FileResult) -> None:
+    def put(self, abspath: str, digest: str, info: os.stat_result | None, now_ns: int, result: FileResult) -> None:
         if result.fixed is not None:
             return  # only plain check results are cached
+
         def entries(found: tuple[Finding, ...]) -> list[dict[str, object]]:
             out = []
             for finding in found:
@@ -217,8 +225,12 @@ class ResultCache:
             return out
 
         self._used[abspath] = {
-            "digest": digest, "stat": _trusted_stat(info, now_ns), "findings": entries(result.findings),
-            "suppressed": entries(result.suppressed), "error": result.error, "stage": result.stage,
+            "digest": digest,
+            "stat": _trusted_stat(info, now_ns),
+            "findings": entries(result.findings),
+            "suppressed": entries(result.suppressed),
+            "error": result.error,
+            "stage": result.stage,
         }
         self.dirty = True
 

@@ -6,12 +6,18 @@ import gc
 import os
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
 from . import __version__
 from .config import ConfigError
 from .escape import display
+
+if TYPE_CHECKING:  # imported where used: `gradgate --version` and `rules` start without them
+    from .runner import RunOptions
+    from .settings import Resolver
+    from .targets import Target
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -30,9 +36,9 @@ class Invocation:
 
     paths: tuple[str, ...]
     #: the files to check, each with its settings (empty when reading standard input)
-    targets: list  # list[gradgate.targets.Target]
-    resolver: object  # gradgate.settings.Resolver
-    options: object  # gradgate.runner.RunOptions
+    targets: list[Target]
+    resolver: Resolver
+    options: RunOptions
     progress: bool
     #: the path standard input stands for, when a path is ``-``
     stdin_filename: str | None = None
@@ -61,9 +67,24 @@ def _override(select, ignore, exclude, report_unused_ignores):
     return apply
 
 
-def _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir, jobs,
-                no_prefilter, progress, fix, report_unused_ignores=False, stdin_filename=None,
-                force_exclude=True, respect_gitignore=True, unsafe_fixes=False) -> Invocation:
+def _invocation(
+    paths,
+    config_file,
+    select,
+    ignore,
+    exclude,
+    no_cache,
+    cache_dir,
+    jobs,
+    no_prefilter,
+    progress,
+    fix,
+    report_unused_ignores=False,
+    stdin_filename=None,
+    force_exclude=True,
+    respect_gitignore=True,
+    unsafe_fixes=False,
+) -> Invocation:
     from .cache import default_cache_dir
     from .runner import RunOptions
     from .settings import Resolver
@@ -83,9 +104,14 @@ def _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir
             resolver.for_path(stdin_filename or "stdin.py")
             targets = []
         else:
-            targets = collect(paths, resolver, force_exclude=force_exclude,
-                              respect_gitignore=respect_gitignore, exclude=tuple(exclude),
-                              skipped=_print_skipped)
+            targets = collect(
+                paths,
+                resolver,
+                force_exclude=force_exclude,
+                respect_gitignore=respect_gitignore,
+                exclude=tuple(exclude),
+                skipped=_print_skipped,
+            )
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     if progress is None:
@@ -97,8 +123,9 @@ def _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir
         jobs=jobs,
         unsafe_fixes=unsafe_fixes,
     )
-    return Invocation(paths, targets, resolver, options, progress,
-                      stdin_filename=(stdin_filename or "-") if paths == ("-",) else None)
+    return Invocation(
+        paths, targets, resolver, options, progress, stdin_filename=(stdin_filename or "-") if paths == ("-",) else None
+    )
 
 
 class _Progress:
@@ -229,8 +256,13 @@ class Output:
         if self.statistics:
             text = reporters.render_statistics(findings, self.unsafe_fixes)
         else:
-            text = reporters.render_text(findings, show_source=self.show_source, color=color,
-                                         show_fixes=self.show_fixes, unsafe_fixes=self.unsafe_fixes)
+            text = reporters.render_text(
+                findings,
+                show_source=self.show_source,
+                color=color,
+                show_fixes=self.show_fixes,
+                unsafe_fixes=self.unsafe_fixes,
+            )
         if summary and not self.quiet:
             text += reporters.summary(findings, len(errors), self.unsafe_fixes) + "\n"
         return text
@@ -250,33 +282,65 @@ def _shared(function):
     """Options shared by ``check`` and ``fix``."""
     decorators = [
         click.argument("paths", nargs=-1, type=click.Path()),
-        click.option("--format", "output_format", type=click.Choice(FORMATS), default="text",
-                     show_default=True, help="Output format."),
-        click.option("--config", "config_file", type=click.Path(dir_okay=False),
-                     help="A gradgate.toml or pyproject.toml for every file (default: the nearest to each file)."),
+        click.option(
+            "--format",
+            "output_format",
+            type=click.Choice(FORMATS),
+            default="text",
+            show_default=True,
+            help="Output format.",
+        ),
+        click.option(
+            "--config",
+            "config_file",
+            type=click.Path(dir_okay=False),
+            help="A gradgate.toml or pyproject.toml for every file (default: the nearest to each file).",
+        ),
         click.option("--select", help="Comma-separated rule codes (or prefixes) to run."),
         click.option("--ignore", help="Comma-separated rule codes (or prefixes) to skip."),
         click.option("--exclude", multiple=True, help="Glob of paths to skip (repeatable)."),
-        click.option("--force-exclude/--no-force-exclude", default=True, show_default=True,
-                     help="Apply `exclude` to files named on the command line too (as pre-commit names them)."),
-        click.option("--respect-gitignore/--no-respect-gitignore", default=True, show_default=True,
-                     help="Skip files ignored by git (.gitignore, .git/info/exclude)."),
-        click.option("--stdin-filename", help="The path standard input (`-`) stands for: its config and ignores apply."),
-        click.option("--unsafe-fixes/--no-unsafe-fixes", default=False,
-                     help="Also apply (and count as fixable) fixes that may change behaviour beyond the bug."),
+        click.option(
+            "--force-exclude/--no-force-exclude",
+            default=True,
+            show_default=True,
+            help="Apply `exclude` to files named on the command line too (as pre-commit names them).",
+        ),
+        click.option(
+            "--respect-gitignore/--no-respect-gitignore",
+            default=True,
+            show_default=True,
+            help="Skip files ignored by git (.gitignore, .git/info/exclude).",
+        ),
+        click.option(
+            "--stdin-filename", help="The path standard input (`-`) stands for: its config and ignores apply."
+        ),
+        click.option(
+            "--unsafe-fixes/--no-unsafe-fixes",
+            default=False,
+            help="Also apply (and count as fixable) fixes that may change behaviour beyond the bug.",
+        ),
         click.option("--show-fixes", is_flag=True, help="Show each finding's fix (check) or the fixes applied (fix)."),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are left (2 still means errors)."),
         click.option("--output-file", "-o", type=click.Path(dir_okay=False), help="Write the report to this file."),
         click.option("--quiet", "-q", is_flag=True, help="Print the findings and errors only: no summary or counts."),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache."),
-        click.option("--cache-dir", type=click.Path(file_okay=False),
-                     help="Cache folder (default: $GRADGATE_CACHE_DIR, else the user's cache "
-                          "directory, ~/.cache/gradgate)."),
+        click.option(
+            "--cache-dir",
+            type=click.Path(file_okay=False),
+            help="Cache folder (default: $GRADGATE_CACHE_DIR, else the user's cache directory, ~/.cache/gradgate).",
+        ),
         click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: CPUs)."),
-        click.option("--no-prefilter", is_flag=True, hidden=True,
-                     help="Analyse every file fully with LibCST (slow; for verification)."),
-        click.option("--progress/--no-progress", default=None,
-                     help="Progress bar on stderr (default: when stderr is a terminal, not in CI)."),
+        click.option(
+            "--no-prefilter",
+            is_flag=True,
+            hidden=True,
+            help="Analyse every file fully with LibCST (slow; for verification).",
+        ),
+        click.option(
+            "--progress/--no-progress",
+            default=None,
+            help="Progress bar on stderr (default: when stderr is a terminal, not in CI).",
+        ),
     ]
     for decorator in reversed(decorators):
         function = decorator(function)
@@ -290,10 +354,10 @@ class _Command(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.NoSuchOption as exc:
-            hidden = {name for p in self.params if getattr(p, "hidden", False)
-                      for name in (*p.opts, *p.secondary_opts)}
+            hidden = {name for p in self.params if getattr(p, "hidden", False) for name in (*p.opts, *p.secondary_opts)}
             if exc.possibilities:
-                exc.possibilities = [p for p in exc.possibilities if p not in hidden]
+                # click's stubs mark it Final; replacing the exception would lose its context
+                exc.possibilities = [p for p in exc.possibilities if p not in hidden]  # type: ignore[misc]
             raise
 
 
@@ -301,7 +365,7 @@ class _Group(click.Group):
     """Loads the optional ``harness`` and ``witness`` commands (and their modules) only
     when they are used: ``check`` and ``fix`` start without them."""
 
-    LAZY = {"harness": "gradgate.harness.cli", "witness": "gradgate.witness.cli"}
+    LAZY: ClassVar[dict[str, str]] = {"harness": "gradgate.harness.cli", "witness": "gradgate.witness.cli"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -328,33 +392,80 @@ def cli() -> None:
 @_shared
 @click.option("--show-source", is_flag=True, help="Show the source line and a fix hint.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
-@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
-              help="Report only findings not recorded in this baseline file.")
-@click.option("--write-baseline", "write_baseline_file", type=click.Path(dir_okay=False),
-              help="Record the current findings in this file and exit 0.")
-@click.option("--add-noqa", is_flag=True,
-              help="Add a `# gradgate: ignore[CODE]` comment on each finding's line; exit 0.")
-@click.option("--report-unused-ignores", is_flag=True,
-              help="Also report `# gradgate: ignore` comments that suppress nothing (GG100).")
-def check(paths, output_format, config_file, select, ignore, exclude, force_exclude, respect_gitignore,
-          stdin_filename, unsafe_fixes, show_fixes, exit_zero, output_file, quiet, no_cache, cache_dir,
-          jobs, no_prefilter, progress, show_source, statistics, baseline_file, write_baseline_file,
-          add_noqa, report_unused_ignores) -> None:
+@click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(dir_okay=False),
+    help="Report only findings not recorded in this baseline file.",
+)
+@click.option(
+    "--write-baseline",
+    "write_baseline_file",
+    type=click.Path(dir_okay=False),
+    help="Record the current findings in this file and exit 0.",
+)
+@click.option(
+    "--add-noqa", is_flag=True, help="Add a `# gradgate: ignore[CODE]` comment on each finding's line; exit 0."
+)
+@click.option(
+    "--report-unused-ignores",
+    is_flag=True,
+    help="Also report `# gradgate: ignore` comments that suppress nothing (GG100).",
+)
+def check(
+    paths,
+    output_format,
+    config_file,
+    select,
+    ignore,
+    exclude,
+    force_exclude,
+    respect_gitignore,
+    stdin_filename,
+    unsafe_fixes,
+    show_fixes,
+    exit_zero,
+    output_file,
+    quiet,
+    no_cache,
+    cache_dir,
+    jobs,
+    no_prefilter,
+    progress,
+    show_source,
+    statistics,
+    baseline_file,
+    write_baseline_file,
+    add_noqa,
+    report_unused_ignores,
+) -> None:
     """Report grad-mode gated forward decisions under PATHS (default: .; `-`: standard input)."""
     from .results import Finding
 
-    invocation = _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir,
-                             jobs, no_prefilter, progress, fix=False,
-                             report_unused_ignores=report_unused_ignores, stdin_filename=stdin_filename,
-                             force_exclude=force_exclude, respect_gitignore=respect_gitignore,
-                             unsafe_fixes=unsafe_fixes)
+    invocation = _invocation(
+        paths,
+        config_file,
+        select,
+        ignore,
+        exclude,
+        no_cache,
+        cache_dir,
+        jobs,
+        no_prefilter,
+        progress,
+        fix=False,
+        report_unused_ignores=report_unused_ignores,
+        stdin_filename=stdin_filename,
+        force_exclude=force_exclude,
+        respect_gitignore=respect_gitignore,
+        unsafe_fixes=unsafe_fixes,
+    )
     out = Output(output_format, show_source, show_fixes, statistics, quiet, output_file, unsafe_fixes)
     results = list(_results(invocation))
     if output_format in ("json", "sarif") or show_fixes:  # fix edits for the consumers that show or apply them
         from .document import with_edits
 
-        results = [with_edits(r, invocation.resolver.for_path(r.path).config) if r.findings else r
-                   for r in results]
+        results = [with_edits(r, invocation.resolver.for_path(r.path).config) if r.findings else r for r in results]
     errors = _print_errors(results)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     if add_noqa:
@@ -372,7 +483,7 @@ def check(paths, output_format, config_file, select, ignore, exclude, force_excl
             raise click.UsageError(str(exc)) from None
         click.echo(f"Wrote {count} finding{'s' if count != 1 else ''} to {display(write_baseline_file)}.", err=True)
         sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
-    sarif: dict[str, object] = {}
+    sarif: dict[str, Any] = {}
     if baseline_file:
         try:
             known = baseline.load(baseline_file)
@@ -409,17 +520,39 @@ def _add_noqa(results, quiet: bool) -> None:
         total += added
         files += 1
     if not quiet:
-        click.echo(f"Added {total} suppression{'s' if total != 1 else ''} in {files} file{'s' if files != 1 else ''}.",
-                   err=True)
+        click.echo(
+            f"Added {total} suppression{'s' if total != 1 else ''} in {files} file{'s' if files != 1 else ''}.",
+            err=True,
+        )
 
 
 @cli.command(cls=_Command)
 @_shared
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes; write nothing (exit 1 if any).")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a file was fixed, even if nothing is left.")
-def fix(paths, output_format, config_file, select, ignore, exclude, force_exclude, respect_gitignore,
-        stdin_filename, unsafe_fixes, show_fixes, exit_zero, output_file, quiet, no_cache, cache_dir,
-        jobs, no_prefilter, progress, diff, exit_non_zero_on_fix) -> None:
+def fix(
+    paths,
+    output_format,
+    config_file,
+    select,
+    ignore,
+    exclude,
+    force_exclude,
+    respect_gitignore,
+    stdin_filename,
+    unsafe_fixes,
+    show_fixes,
+    exit_zero,
+    output_file,
+    quiet,
+    no_cache,
+    cache_dir,
+    jobs,
+    no_prefilter,
+    progress,
+    diff,
+    exit_non_zero_on_fix,
+) -> None:
     """Fix what can be fixed under PATHS (default: .); report what is left.
 
     A file is rewritten only when its fixed text re-parses, atomically, keeping its
@@ -431,10 +564,23 @@ def fix(paths, output_format, config_file, select, ignore, exclude, force_exclud
     from .results import FileResult, Finding
     from .source import SourceError, write_atomic
 
-    invocation = _invocation(paths, config_file, select, ignore, exclude, no_cache, cache_dir,
-                             jobs, no_prefilter, progress, fix=True, stdin_filename=stdin_filename,
-                             force_exclude=force_exclude, respect_gitignore=respect_gitignore,
-                             unsafe_fixes=unsafe_fixes)
+    invocation = _invocation(
+        paths,
+        config_file,
+        select,
+        ignore,
+        exclude,
+        no_cache,
+        cache_dir,
+        jobs,
+        no_prefilter,
+        progress,
+        fix=True,
+        stdin_filename=stdin_filename,
+        force_exclude=force_exclude,
+        respect_gitignore=respect_gitignore,
+        unsafe_fixes=unsafe_fixes,
+    )
     out = Output(output_format, False, show_fixes, False, quiet, output_file, unsafe_fixes)
     stdin = invocation.stdin_filename is not None
     results: list[FileResult] = []
@@ -501,8 +647,9 @@ def server() -> None:
     try:
         from .server import main as serve
     except ImportError as exc:
-        raise click.UsageError(f"the language server needs pygls and lsprotocol ({exc}): "
-                               "install gradgate with the `lsp` extra") from None
+        raise click.UsageError(
+            f"the language server needs pygls and lsprotocol ({exc}): install gradgate with the `lsp` extra"
+        ) from None
     serve()
 
 

@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 from .regexsafety import backtracking_risk
 
@@ -64,7 +65,10 @@ DEFAULT_COMM_CALL_PATTERNS: tuple[str, ...] = (
 )
 #: ... unless it also matches one of these (backward communication)
 DEFAULT_BACKWARD_CALL_PATTERNS: tuple[str, ...] = (
-    r"grad_sync", r"dgrad", r"wgrad", r"backward",
+    r"grad_sync",
+    r"dgrad",
+    r"wgrad",
+    r"backward",
     r"(^|_)loss(_|$)",  # a loss is computed for its gradient: training-step work
 )
 #: a call named like a question asks about communication, it does not communicate
@@ -115,16 +119,26 @@ class Config:
     def __post_init__(self) -> None:
         from .registry import known_codes
 
-        codes = known_codes() if (
-            self.select or self.extend_select or self.ignore or self.per_file_ignores
-        ) else frozenset()
-        wanted = [*(self.select or ()), *self.extend_select, *self.ignore,
-                  *(c for _, cs in self.per_file_ignores for c in cs)]
+        codes = (
+            known_codes()
+            if (self.select or self.extend_select or self.ignore or self.per_file_ignores)
+            else frozenset()
+        )
+        wanted = [
+            *(self.select or ()),
+            *self.extend_select,
+            *self.ignore,
+            *(c for _, cs in self.per_file_ignores for c in cs),
+        ]
         for code in wanted:
             if not any(known.startswith(code.upper()) for known in codes):
                 raise ConfigError(f"unknown rule code {code!r}; `gradgate rules` lists them")
-        for pattern in (*self.comm_flag_patterns, *self.backward_flag_patterns, *self.comm_call_patterns,
-                        *self.non_forward_functions):
+        for pattern in (
+            *self.comm_flag_patterns,
+            *self.backward_flag_patterns,
+            *self.comm_call_patterns,
+            *self.non_forward_functions,
+        ):
             try:
                 re.compile(pattern)
             except re.error as exc:
@@ -133,7 +147,7 @@ class Config:
             if risk is not None:
                 raise ConfigError(f"regular expression {pattern!r} refused: {risk}")
 
-    def with_changes(self, **changes: object) -> "Config":
+    def with_changes(self, **changes: Any) -> Config:
         return replace(self, **changes)
 
     @cached_property

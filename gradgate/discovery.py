@@ -21,9 +21,21 @@ from dataclasses import dataclass
 
 DEFAULT_EXCLUDED_DIRS = frozenset(
     {
-        ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".mypy_cache",
-        ".pytest_cache", ".ruff_cache", "__pycache__", "node_modules", "site-packages",
-        ".eggs", ".gradgate_cache",
+        ".git",
+        ".hg",
+        ".svn",
+        ".tox",
+        ".nox",
+        ".venv",
+        "venv",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "__pycache__",
+        "node_modules",
+        "site-packages",
+        ".eggs",
+        ".gradgate_cache",
     }
 )
 
@@ -44,8 +56,7 @@ def _excluded(path: str, patterns: tuple[str, ...]) -> bool:
         normal = normal[2:]
     name = os.path.basename(normal)
     return any(
-        fnmatch.fnmatch(normal, p) or fnmatch.fnmatch(name, p) or fnmatch.fnmatch(normal, f"*/{p}")
-        for p in patterns
+        fnmatch.fnmatch(normal, p) or fnmatch.fnmatch(name, p) or fnmatch.fnmatch(normal, f"*/{p}") for p in patterns
     )
 
 
@@ -85,7 +96,7 @@ def _walk(root: str, exclude: tuple[str, ...]) -> Iterator[tuple[Discovered, str
     errors: list[Discovered] = []
 
     def real(path: str) -> str:  # a path the walk reached through no link
-        return real_root + path[len(root):] if path.startswith(root) else os.path.realpath(path)
+        return real_root + path[len(root) :] if path.startswith(root) else os.path.realpath(path)
 
     def walk(directory: str) -> Iterator[tuple[Discovered, str]]:
         """One folder's files; its subfolders go on ``stack``."""

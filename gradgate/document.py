@@ -19,8 +19,9 @@ def excluded(path: str, settings: Settings) -> bool:
     return bool(settings.config.exclude) and _excluded_below(path, settings.root, settings.config.exclude, None)
 
 
-def lint_document(path: str, data: bytes, settings: Settings, fix: bool = False,
-                  unsafe_fixes: bool = False, edits: bool = False) -> FileResult:
+def lint_document(
+    path: str, data: bytes, settings: Settings, fix: bool = False, unsafe_fixes: bool = False, edits: bool = False
+) -> FileResult:
     """The result of ``data`` checked (and fixed, with ``fix``) as the file ``path``;
     with ``edits``, each fixable finding carries its text edit."""
     if file_ignored_bytes(data):
@@ -50,5 +51,7 @@ def with_edits(result: FileResult, config) -> FileResult:
     if edited.error is not None:
         return result
     by_place = {(f.line, f.column, f.rule): f.edit for f in edited.findings}
-    return replace(result, findings=tuple(
-        replace(f, edit=by_place.get((f.line, f.column, f.rule), f.edit)) for f in result.findings))
+    return replace(
+        result,
+        findings=tuple(replace(f, edit=by_place.get((f.line, f.column, f.rule), f.edit)) for f in result.findings),
+    )

@@ -14,7 +14,13 @@ Per file, cheapest first:
    out (:mod:`gradgate.fixes`), and the regenerated lines are spliced over the original
    ones; every other byte is untouched. The result is re-parsed (CPython for the file,
    LibCST for the changed statements) and analysed again until no fixable finding is
-   left. The fixed bytes are returned, never written here: see :mod:`gradgate.source`.
+   left (at most :data:`MAX_FIX_PASSES` passes; a pass that does not lower the count of
+   fixable findings leaves the file unchanged). The fixed bytes are returned, never
+   written here: see :mod:`gradgate.source`.
+
+A check with ``edits=True`` (:func:`attach_edits`, for editors and SARIF) also carries
+out each fix in memory to give its finding a text :class:`~gradgate.results.Edit`; that
+imports LibCST for files with a fixable finding.
 
 ``prefilter=False`` skips the pre-filters: every function is analysed. The findings
 are the same (the test-suite checks it on every fixture and the fuzz corpus).
@@ -23,14 +29,13 @@ are the same (the test-suite checks it on every fixture and the fuzz corpus).
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .config import Config
 from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
-from .model.fixplan import BlockIndex, FixPlan, SourceLines, parent_map, plan
+from .model.fixplan import BlockIndex, FixPlan, SourceLines, parent_map, plan, split_lines
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
 from .source import SourceError, decode_check, read_source
 from .suppression import suppressed, suppression_comments
@@ -56,8 +61,6 @@ FIX_TITLES = {
 #: Upper bound on fix passes; each pass removes at least one finding.
 MAX_FIX_PASSES = 16
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-
 
 class LintError(Exception):
     """A file's text could not be parsed or fixed; ``str()`` is the one-line reason."""
@@ -67,32 +70,33 @@ class _FixInvalid(LintError):
     """A fix does not fit the file; the file is left unchanged, its findings kept."""
 
 
-def selected_rules(config: Config) -> list[type["Rule"]]:
+def selected_rules(config: Config) -> list[type[Rule]]:
     from .rule import all_rules
 
     return [r for r in all_rules() if config.selects(r.CODE, r.DEFAULT_ENABLED)]
 
 
-def split_lines(text: str) -> list[str]:
-    """Lines with their own endings, split where CPython's tokenizer splits them."""
-    return _LINE.findall(text)
-
-
-def _parse_cst(text: str):
+def _parse_cst(text: str) -> cst.Module:
     import libcst as cst
 
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        raise LintError(
-            f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}"
-        ) from None
+        raise LintError(f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}") from None
     except cst.CSTValidationError as exc:
         # valid Python LibCST refuses to build, e.g. `(a if b else c)and d` (CPython needs
         # no space after the parenthesis; LibCST's BooleanOperation validation wants one)
         raise LintError(f"LibCST cannot parse this file: {exc}") from None
     except RecursionError:
         raise LintError("too deeply nested to parse") from None
+
+
+class _Parents(Protocol):
+    """Statement -> the statement whose block holds it (a mapping, or a lookup on demand)."""
+
+    def __contains__(self, statement: object) -> bool: ...
+
+    def __getitem__(self, statement: ast.stmt) -> ast.stmt: ...
 
 
 # -- snippets ----------------------------------------------------------------------
@@ -107,24 +111,24 @@ class Snippet:
     first: int
     last: int
     header: str
-    module: "cst.Module"
+    module: cst.Module
     #: a ``pass`` after the lines, so that removing every statement of an indented
     #: snippet leaves its ``if 1:`` block valid; it is cut off again when splicing
     sentinel: str = ""
     #: LibCST regenerates the parsed text exactly; fixes are applied only then
     lossless: bool = True
     #: LibCST positions of the module's nodes, set when the rules visit it
-    positions: "Mapping[cst.CSTNode, CodeRange] | None" = None
+    positions: Mapping[cst.CSTNode, CodeRange] | None = None
 
     @property
     def line_offset(self) -> int:
         return self.first - 1 - self.header.count("\n")
 
-    def body_of(self, module) -> str:
+    def body_of(self, module: cst.Module) -> str:
         code = module.code
         if not (code.startswith(self.header) and code.endswith(self.sentinel)):
             raise _FixInvalid("a fix changed the snippet frame")
-        return code[len(self.header):len(code) - len(self.sentinel)]
+        return code[len(self.header) : len(code) - len(self.sentinel)]
 
 
 def _ranges(statements: Sequence[ast.stmt]) -> list[tuple[int, int]]:
@@ -138,14 +142,14 @@ def _ranges(statements: Sequence[ast.stmt]) -> list[tuple[int, int]]:
     return ranges
 
 
-def _frame(lines: list[str], first: int, last: int, top_level: bool = False):
+def _frame(lines: list[str], first: int, last: int, top_level: bool = False) -> tuple[str, str, str]:
     """Lines ``first..last`` framed to parse alone: ``(header, body, sentinel)``.
 
     Every frame ends in a ``pass`` sentinel line: it keeps an indented block valid when
     a fix removes its last statement, and keeps LibCST from dropping the final line
     ending of a file whose lines end in a lone CR.
     """
-    body = "".join(lines[first - 1:last])
+    body = "".join(lines[first - 1 : last])
     if not body.endswith(("\n", "\r")):
         body += "\n"  # last line of a file without a final newline
     indent = "" if top_level else body[: len(body) - len(body.lstrip(" \t"))]
@@ -170,8 +174,9 @@ def _parse_frame(lines: list[str], first: int, last: int, top_level: bool = Fals
     return Snippet(first, last, header, module, sentinel)
 
 
-def _snippets(lines: list[str], statements: Sequence[ast.stmt], whole: bool,
-              parent: Mapping[ast.stmt, ast.stmt] | None = None) -> list[Snippet]:
+def _snippets(
+    lines: list[str], statements: Sequence[ast.stmt], whole: bool, parent: _Parents | None = None
+) -> list[Snippet]:
     """Parse the candidate statements' lines (or the whole file) with LibCST.
 
     A statement that does not parse alone (an ``elif``, or one that shares its line
@@ -221,7 +226,7 @@ class _Found:
 class _Analysis:
     """One pass over one version of a file's text."""
 
-    def __init__(self, path: str, text: str, config: Config, rules: Sequence[type["Rule"]], whole: bool = False):
+    def __init__(self, path: str, text: str, config: Config, rules: Sequence[type[Rule]], whole: bool = False):
         self.path = path
         self.text = text
         self.lines = split_lines(text)
@@ -246,10 +251,10 @@ class _Analysis:
             self.found.extend(self._unused_suppressions(text, rules))
         self.found.sort(key=lambda f: f.finding.sort_key())
 
-    def _judge(self, rules: Sequence[type["Rule"]]) -> None:
+    def _judge(self, rules: Sequence[type[Rule]]) -> None:
         bdd = self.model.bdd
         by_origin: dict[tuple[str, ast.AST], list[Entry]] = {}
-        rule_of: dict[str, type["Rule"]] = {}
+        rule_of: dict[str, type[Rule]] = {}
         for rule in rules:
             if not rule.DECISIONS:
                 continue
@@ -271,15 +276,23 @@ class _Analysis:
         _statement, sign, _trail = self.model.results[function].origins[origin]
         return widen_to_pure_grad(origin, entry.statement, sign)
 
-    def _finding(self, rule: type["Rule"], origin: ast.AST, entries: list[Entry],
-                 target: tuple[ast.AST, int], fixed_too: frozenset[ast.AST]) -> _Found | None:
+    def _finding(
+        self,
+        rule: type[Rule],
+        origin: ast.AST,
+        entries: list[Entry],
+        target: tuple[ast.AST, int],
+        fixed_too: frozenset[ast.AST],
+    ) -> _Found | None:
         first = entries[0]
         statement = first.statement
         span = self.source.span(origin)
         line = span[0]
         text = self.lines[line - 1].rstrip("\r\n") if line <= len(self.lines) else ""
         statement_text = self.lines[statement.lineno - 1] if statement.lineno <= len(self.lines) else ""
-        silenced = next((n for n, t in ((line, text), (statement.lineno, statement_text)) if suppressed(t, rule.CODE)), None)
+        silenced = next(
+            (n for n, t in ((line, text), (statement.lineno, statement_text)) if suppressed(t, rule.CODE)), None
+        )
         read = " ".join(self.source.text(span).split())
         message = rule.describe(first.decision, read)
         fix_plan: FixPlan | None = None
@@ -303,9 +316,16 @@ class _Analysis:
             steps = []
         flow = tuple(steps)
         finding = Finding(
-            path=self.path, rule=rule.CODE, message=message,
-            line=line, column=span[1] + 1, end_line=span[2], end_column=span[3] + 1,
-            applicability=applicability, source_line=text, flow=flow,
+            path=self.path,
+            rule=rule.CODE,
+            message=message,
+            line=line,
+            column=span[1] + 1,
+            end_line=span[2],
+            end_column=span[3] + 1,
+            applicability=applicability,
+            source_line=text,
+            flow=flow,
             fix_title=FIX_TITLES.get(fix_plan.action, "") if fix_plan is not None else "",
         )
         if silenced is not None:
@@ -314,7 +334,7 @@ class _Analysis:
             return None
         return _Found(finding, fix_plan)
 
-    def _unused_suppressions(self, text: str, rules: Sequence[type["Rule"]]) -> list[_Found]:
+    def _unused_suppressions(self, text: str, rules: Sequence[type[Rule]]) -> list[_Found]:
         from .config import UNUSED_SUPPRESSION_CODE
         from .registry import known_codes
 
@@ -327,12 +347,19 @@ class _Analysis:
             if not judged:
                 continue  # it names only rules this run does not check
             unknown = [c for c in codes or () if c not in known]
-            reason = f"unknown rule code{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}" if unknown \
+            reason = (
+                f"unknown rule code{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
+                if unknown
                 else "nothing is reported here"
+            )
             finding = Finding(
-                path=self.path, rule=UNUSED_SUPPRESSION_CODE,
+                path=self.path,
+                rule=UNUSED_SUPPRESSION_CODE,
                 message=f"unused suppression `{comment}`: {reason}",
-                line=line, column=column, end_line=line, end_column=column + len(comment),
+                line=line,
+                column=column,
+                end_line=line,
+                end_column=column + len(comment),
                 source_line=self.lines[line - 1].rstrip("\r\n"),
             )
             out.append(_Found(finding, None))
@@ -397,7 +424,7 @@ class _Analysis:
             except PlanError as exc:
                 raise _FixInvalid(f"a fix could not be applied ({exc}); file left unchanged") from None
             new_body = snippet.body_of(new_module)
-            original_body = "".join(lines[snippet.first - 1:snippet.last])
+            original_body = "".join(lines[snippet.first - 1 : snippet.last])
             if _comments(new_body) < _comments(original_body):
                 raise _FixInvalid("a fix would drop a comment; file left unchanged")
             try:
@@ -408,7 +435,7 @@ class _Analysis:
                 new_body = new_body[:-1]  # we added that newline in _frame
             if "\n" not in original_body and "\r" in original_body:
                 new_body = new_body.replace("\n", "\r")  # lone-CR lines: LibCST's new ones too
-            lines[snippet.first - 1:snippet.last] = [new_body]
+            lines[snippet.first - 1 : snippet.last] = [new_body]
         return "".join(lines), [f for _, f in plans], cst_lines
 
 
@@ -434,7 +461,7 @@ def _edit(old: str, new: str) -> Edit:
 
     line, column = position(start)
     end_line, end_column = position(len(old) - end)
-    return Edit(line, column, end_line, end_column, new[start:len(new) - end])
+    return Edit(line, column, end_line, end_column, new[start : len(new) - end])
 
 
 def _overlaps(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
@@ -458,8 +485,13 @@ def may_hold_findings(data: bytes, config: Config) -> bool:
 
 
 def lint_source(
-    path: str, data: bytes, config: Config, fix: bool = False, prefilter: bool = True,
-    unsafe_fixes: bool = False, edits: bool = False,
+    path: str,
+    data: bytes,
+    config: Config,
+    fix: bool = False,
+    prefilter: bool = True,
+    unsafe_fixes: bool = False,
+    edits: bool = False,
 ) -> FileResult:
     """Lint (and optionally fix) ``data``, the bytes of the file ``path``.
 
@@ -494,9 +526,13 @@ def lint_source(
     from .source import encode_fixed
 
     return FileResult(
-        path, tuple(f.finding for f in final.found), source=data,
+        path,
+        tuple(f.finding for f in final.found),
+        source=data,
         fixed=encode_fixed(data, text, current, encoding),
-        fixed_findings=tuple(fixed_findings), stage="fix", cst_lines=cst_lines,
+        fixed_findings=tuple(fixed_findings),
+        stage="fix",
+        cst_lines=cst_lines,
     )
 
 
@@ -521,8 +557,15 @@ def attach_edits(result: FileResult, config: Config) -> FileResult:
     return replace(result, findings=findings)
 
 
-def _fix(path: str, text: str, analysis: _Analysis, config: Config, rules: Sequence[type["Rule"]],
-         prefilter: bool, unsafe_fixes: bool) -> tuple[_Analysis, str, list[Finding], int]:
+def _fix(
+    path: str,
+    text: str,
+    analysis: _Analysis,
+    config: Config,
+    rules: Sequence[type[Rule]],
+    prefilter: bool,
+    unsafe_fixes: bool,
+) -> tuple[_Analysis, str, list[Finding], int]:
     current = text
     fixed_findings: list[Finding] = []
     cst_lines = 0
@@ -566,8 +609,11 @@ def _reparse_whole(fixed: str, before: str) -> None:
         raise _FixInvalid(f"a fix produced code LibCST cannot read ({exc}); file left unchanged") from None
 
 
-def lint_file(path: str, config: Config, fix: bool = False, prefilter: bool = True,
-              unsafe_fixes: bool = False) -> FileResult:
+def lint_file(
+    path: str, config: Config, fix: bool = False, prefilter: bool = True, unsafe_fixes: bool = False
+) -> FileResult:
+    """:func:`lint_source` on the file at ``path`` (read, never written): the one-file
+    entry for library users; many files go through :func:`gradgate.runner.run`."""
     try:
         source = read_source(path)
     except SourceError as exc:

@@ -81,8 +81,17 @@ def git_path(prefix: bytes, path: str) -> bytes:
     raw = prefix + os.fsencode(path)
     if not any(b < 0x20 or b in (0x22, 0x5C, 0x7F) for b in raw):
         return raw
-    named = {0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0B: b"\\v",
-             0x0C: b"\\f", 0x0D: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\"}
+    named = {
+        0x07: b"\\a",
+        0x08: b"\\b",
+        0x09: b"\\t",
+        0x0A: b"\\n",
+        0x0B: b"\\v",
+        0x0C: b"\\f",
+        0x0D: b"\\r",
+        0x22: b'\\"',
+        0x5C: b"\\\\",
+    }
     out = bytearray(b'"')
     for byte in raw:
         if byte in named:

@@ -58,12 +58,12 @@ def _statement_lines(text: str) -> dict[int, int]:
 
 def _with_codes(line: str, codes: list[str]) -> str:
     body = line.rstrip("\r\n")
-    ending = line[len(body):]
+    ending = line[len(body) :]
     match = SUPPRESSION.search(body)
     if match is not None and match.group("codes") is not None:
         old = [c.strip().upper() for c in match.group("codes").split(",") if c.strip()]
         merged = old + [c for c in codes if c not in old]
-        body = body[:match.start()] + f"# gradgate: ignore[{', '.join(merged)}]" + body[match.end():]
+        body = body[: match.start()] + f"# gradgate: ignore[{', '.join(merged)}]" + body[match.end() :]
     else:
         separator = "  " if body.strip() else ""
         body = f"{body.rstrip()}{separator}# gradgate: ignore[{', '.join(codes)}]"

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import re
 
-try:  # Python 3.11+
-    from re import _constants as _c, _parser as _p  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - older Pythons
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _p  # type: ignore[no-redef]
+# private modules (Python 3.11+, as requires-python says), not in typeshed
+from re import _constants as _c  # type: ignore[attr-defined]
+from re import _parser as _p  # type: ignore[attr-defined]
 
 _REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT}
 _POSSESSIVE = getattr(_c, "POSSESSIVE_REPEAT", None)
@@ -59,6 +57,8 @@ def backtracking_risk(pattern: str) -> str | None:
     except (re.error, RecursionError):
         return "too complex to check"
     if _walk(parsed, False):
-        return ("a repetition inside a repetition (like `(a+)+`) can take exponential time; "
-                "write it without the nested quantifier")
+        return (
+            "a repetition inside a repetition (like `(a+)+`) can take exponential time; "
+            "write it without the nested quantifier"
+        )
     return None

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .escape import display, encodable, github_data, github_property, uri_path
-from .results import FileResult, Finding
+from .results import Edit, FileResult, Finding, FlowStep
 
+if TYPE_CHECKING:
+    from .rule import Rule
 
 #: ANSI styles of the text format (used only when colour is on)
 _BOLD, _RED, _CYAN, _YELLOW, _DIM, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[36m", "\x1b[33m", "\x1b[2m", "\x1b[0m"
@@ -45,8 +48,13 @@ def _fix_note(finding: Finding, unsafe_fixes: bool) -> str | None:
     return "help: an unsafe fix is available (`gradgate fix --unsafe-fixes`)"
 
 
-def render_text(findings: Sequence[Finding], show_source: bool = False, color: bool = False,
-                show_fixes: bool = False, unsafe_fixes: bool = False) -> str:
+def render_text(
+    findings: Sequence[Finding],
+    show_source: bool = False,
+    color: bool = False,
+    show_fixes: bool = False,
+    unsafe_fixes: bool = False,
+) -> str:
     out: list[str] = []
     for finding in findings:
         out.append(text_line(finding, color))
@@ -55,15 +63,18 @@ def render_text(findings: Sequence[Finding], show_source: bool = False, color: b
             width = max(1, (finding.end_column - finding.column) if finding.end_line == finding.line else 1)
             out.append("    " + " " * (finding.column - 1) + _style("^" * width, _RED, color))
         for step in finding.flow if show_source else ():  # the concise form stays one line
-            out.append(f"    {_style('note:', _CYAN, color)} {display(step.path)}:{step.line}:{step.column}: {one_line(step.message)}")
+            where = f"{display(step.path)}:{step.line}:{step.column}"
+            out.append(f"    {_style('note:', _CYAN, color)} {where}: {one_line(step.message)}")
         if show_source or show_fixes:
             note = _fix_note(finding, unsafe_fixes)
             if note is not None:
                 out.append("    " + _style(note, _YELLOW, color))
         if show_fixes and finding.edit is not None:
             e = finding.edit
-            out.append(f"    {_style('fix:', _DIM, color)} replace {e.line}:{e.column}-{e.end_line}:{e.end_column} "
-                       f"with `{one_line(e.content)}`")
+            out.append(
+                f"    {_style('fix:', _DIM, color)} replace {e.line}:{e.column}-{e.end_line}:{e.end_column} "
+                f"with `{one_line(e.content)}`"
+            )
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -131,9 +142,14 @@ def finding_dict(finding: Finding) -> dict[str, object]:
         "message": finding.message,
         "fixable": finding.fixable,
         "applicability": None if finding.applicability is None else finding.applicability.value,
-        "fix": None if edit is None else {
-            "line": edit.line, "column": edit.column, "end_line": edit.end_line,
-            "end_column": edit.end_column, "content": edit.content,
+        "fix": None
+        if edit is None
+        else {
+            "line": edit.line,
+            "column": edit.column,
+            "end_line": edit.end_line,
+            "end_column": edit.end_column,
+            "content": edit.content,
         },
         "flow": [
             {"path": step.path, "line": step.line, "column": step.column, "message": step.message}
@@ -157,9 +173,7 @@ def unified_diff(result: FileResult) -> bytes:
     path = result.path[2:] if result.path.startswith("./") else result.path
     before = _lf_lines(result.source)
     after = _lf_lines(result.fixed)
-    lines = difflib.diff_bytes(
-        difflib.unified_diff, before, after, git_path(b"a/", path), git_path(b"b/", path)
-    )
+    lines = difflib.diff_bytes(difflib.unified_diff, before, after, git_path(b"a/", path), git_path(b"b/", path))
     out = []
     for line in lines:
         out.append(line)
@@ -190,7 +204,7 @@ def render_github(findings: Sequence[Finding], errors: Sequence[FileResult] = ()
         props.append(f"title={github_property('gradgate error')}")
         out.append(f"::error {','.join(props)}::{github_data(f'{display(r.path)}: {r.error}')}\n")
     for f in findings:
-        props = ",".join(
+        joined = ",".join(
             [
                 f"file={github_property(f.path)}",
                 f"line={f.line}",
@@ -200,7 +214,7 @@ def render_github(findings: Sequence[Finding], errors: Sequence[FileResult] = ()
                 f"title={github_property(f'gradgate {f.rule}')}",
             ]
         )
-        out.append(f"::error {props}::{github_data(f'{f.rule} {f.message}')}\n")
+        out.append(f"::error {joined}::{github_data(f'{f.rule} {f.message}')}\n")
     return "".join(out)
 
 
@@ -227,9 +241,14 @@ def _uri(path: str) -> str:
     return uri_path(normal)
 
 
-def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (), root: str | None = None,
-                 baselined: Sequence[Finding] = (), baseline_file: str | None = None,
-                 suppressed: Sequence[Finding] = ()) -> str:
+def render_sarif(
+    findings: Sequence[Finding],
+    errors: Sequence[FileResult] = (),
+    root: str | None = None,
+    baselined: Sequence[Finding] = (),
+    baseline_file: str | None = None,
+    suppressed: Sequence[Finding] = (),
+) -> str:
     """SARIF 2.1.0. With a baseline, ``findings`` are the new results
     (``baselineState: new``) and ``baselined`` the known ones, reported as ``unchanged``
     with an external, accepted suppression (code scanning shows them as dismissed);
@@ -242,105 +261,9 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
 
     rules = list(all_rules())
     index = {rule.CODE: i for i, rule in enumerate(rules)}
-    driver_rules = []
-    for rule in rules:
-        doc = rule.documentation()
-        first = doc.split("## Why is this bad?")[0].replace("## What it does", "").strip()
-        driver_rules.append(
-            {
-                "id": rule.CODE,
-                "name": rule.NAME,
-                "shortDescription": {"text": rule.MESSAGE},
-                "fullDescription": {"text": " ".join(first.split())},
-                "help": {"text": doc, "markdown": doc},
-                "helpUri": f"https://github.com/gradgate/gradgate/blob/main/docs/rules/{rule.CODE}.md",
-                "defaultConfiguration": {"level": "error"},
-                "properties": {"tags": ["pytorch", "autograd", "correctness", "performance"]},
-            }
-        )
-    results = []
-    with_baseline = baseline_file is not None
     tagged = [(f, "") for f in findings] + [(f, "baseline") for f in baselined] + [(f, "comment") for f in suppressed]
     tagged.sort(key=lambda item: item[0].sort_key())
-    for f, why in tagged:
-        known = why == "baseline"
-        location = {
-            "physicalLocation": {
-                "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
-                "region": _region(f.line, f.column, f.end_line, f.end_column),
-            }
-        }
-        result: dict[str, object] = {
-            "ruleId": f.rule,
-            "ruleIndex": index.get(f.rule, 0),
-            "level": "error",
-            "message": {"text": f.message},
-            "locations": [location],
-            "partialFingerprints": {"gradgate/v1": fingerprint(f)},
-        }
-        if with_baseline:
-            result["baselineState"] = "unchanged" if known else "new"
-        if known:
-            result["suppressions"] = [
-                {"kind": "external", "status": "accepted",
-                 "justification": f"recorded in the baseline {baseline_file}"}
-            ]
-        elif why == "comment":
-            result["suppressions"] = [{"kind": "inSource", "status": "accepted"}]
-        if f.flow:
-            result["codeFlows"] = [
-                {
-                    "threadFlows": [
-                        {
-                            "locations": [
-                                {
-                                    "location": {
-                                        "physicalLocation": {
-                                            "artifactLocation": {"uri": _uri(step.path), "uriBaseId": "%SRCROOT%"},
-                                            "region": {"startLine": step.line, "startColumn": step.column},
-                                        },
-                                        "message": {"text": step.message},
-                                    }
-                                }
-                                for step in f.flow
-                            ]
-                        }
-                    ]
-                }
-            ]
-        if f.edit is not None:
-            e = f.edit
-            result["fixes"] = [
-                {
-                    "description": {"text": "Remove the grad-mode operand"},
-                    "artifactChanges": [
-                        {
-                            "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
-                            "replacements": [
-                                {
-                                    "deletedRegion": _region(e.line, e.column, e.end_line, e.end_column),
-                                    "insertedContent": {"text": e.content},
-                                }
-                            ],
-                        }
-                    ],
-                }
-            ]
-        results.append(result)
-    notifications = []
-    for r in errors:
-        physical: dict[str, object] = {"artifactLocation": {"uri": _uri(r.path), "uriBaseId": "%SRCROOT%"}}
-        line = _error_line(r.error or "")
-        if line is not None:
-            physical["region"] = {"startLine": line[0], "startColumn": line[1]}
-        notifications.append(
-            {
-                "level": "error",
-                "descriptor": {"id": "syntax-error" if line is not None else "unreadable-file"},
-                "message": {"text": f"{display(r.path)}: {display(r.error or '')}"},
-                "locations": [{"physicalLocation": physical}],
-            }
-        )
+    results = [_sarif_result(f, why, index, baseline_file) for f, why in tagged]
     base = (root or os.getcwd()).replace("\\", "/").rstrip("/") + "/"
     sarif = {
         "$schema": SARIF_SCHEMA,
@@ -353,19 +276,106 @@ def render_sarif(findings: Sequence[Finding], errors: Sequence[FileResult] = (),
                         "version": __version__,
                         "semanticVersion": __version__,
                         "informationUri": "https://github.com/gradgate/gradgate",
-                        "rules": driver_rules,
+                        "rules": [_sarif_rule(rule) for rule in rules],
                     }
                 },
                 "columnKind": "unicodeCodePoints",
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + _uri_abs(base)}},
                 "invocations": [
-                    {"executionSuccessful": not errors, "toolExecutionNotifications": notifications}
+                    {
+                        "executionSuccessful": not errors,
+                        "toolExecutionNotifications": [_sarif_notification(r) for r in errors],
+                    }
                 ],
                 "results": results,
             }
         ],
     }
     return json.dumps(sarif, indent=2) + "\n"
+
+
+def _sarif_rule(rule: type[Rule]) -> dict[str, object]:
+    """A rule's ``reportingDescriptor``: its message, the first section of its docs, the
+    whole docs as help, and the page they are generated into."""
+    doc = rule.documentation()
+    first = doc.split("## Why is this bad?")[0].replace("## What it does", "").strip()
+    return {
+        "id": rule.CODE,
+        "name": rule.NAME,
+        "shortDescription": {"text": rule.MESSAGE},
+        "fullDescription": {"text": " ".join(first.split())},
+        "help": {"text": doc, "markdown": doc},
+        "helpUri": f"https://github.com/gradgate/gradgate/blob/main/docs/rules/{rule.CODE}.md",
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"tags": ["pytorch", "autograd", "correctness", "performance"]},
+    }
+
+
+def _sarif_location(path: str, region: dict[str, int]) -> dict[str, object]:
+    return {"physicalLocation": {"artifactLocation": {"uri": _uri(path), "uriBaseId": "%SRCROOT%"}, "region": region}}
+
+
+def _sarif_result(f: Finding, why: str, index: dict[str, int], baseline_file: str | None) -> dict[str, object]:
+    """One finding as a SARIF result; ``why`` says what silenced it: ``baseline``, a
+    suppression ``comment``, or nothing."""
+    result: dict[str, object] = {
+        "ruleId": f.rule,
+        "ruleIndex": index.get(f.rule, 0),
+        "level": "error",
+        "message": {"text": f.message},
+        "locations": [_sarif_location(f.path, _region(f.line, f.column, f.end_line, f.end_column))],
+        "partialFingerprints": {"gradgate/v1": fingerprint(f)},
+    }
+    if baseline_file is not None:
+        result["baselineState"] = "unchanged" if why == "baseline" else "new"
+    if why == "baseline":
+        result["suppressions"] = [
+            {"kind": "external", "status": "accepted", "justification": f"recorded in the baseline {baseline_file}"}
+        ]
+    elif why == "comment":
+        result["suppressions"] = [{"kind": "inSource", "status": "accepted"}]
+    if f.flow:
+        result["codeFlows"] = [{"threadFlows": [{"locations": [_sarif_flow_step(step) for step in f.flow]}]}]
+    if f.edit is not None:
+        result["fixes"] = [_sarif_fix(f.path, f.edit)]
+    return result
+
+
+def _sarif_flow_step(step: FlowStep) -> dict[str, object]:
+    """A step of grad mode's way from its capture to the decision, as a thread-flow location."""
+    location = _sarif_location(step.path, {"startLine": step.line, "startColumn": step.column})
+    return {"location": {**location, "message": {"text": step.message}}}
+
+
+def _sarif_fix(path: str, e: Edit) -> dict[str, object]:
+    return {
+        "description": {"text": "Remove the grad-mode operand"},
+        "artifactChanges": [
+            {
+                "artifactLocation": {"uri": _uri(path), "uriBaseId": "%SRCROOT%"},
+                "replacements": [
+                    {
+                        "deletedRegion": _region(e.line, e.column, e.end_line, e.end_column),
+                        "insertedContent": {"text": e.content},
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def _sarif_notification(r: FileResult) -> dict[str, object]:
+    """A file that could not be checked, as a tool execution notification."""
+    physical: dict[str, object] = {"artifactLocation": {"uri": _uri(r.path), "uriBaseId": "%SRCROOT%"}}
+    line = _error_line(r.error or "")
+    if line is not None:
+        physical["region"] = {"startLine": line[0], "startColumn": line[1]}
+    return {
+        "level": "error",
+        "descriptor": {"id": "syntax-error" if line is not None else "unreadable-file"},
+        "message": {"text": f"{display(r.path)}: {display(r.error or '')}"},
+        "locations": [{"physicalLocation": physical}],
+    }
 
 
 def _uri_abs(path: str) -> str:
@@ -398,11 +408,16 @@ def render_junit(findings: Sequence[Finding], errors: Sequence[FileResult] = ())
     by_file: dict[str, list[tuple[str, str, str]]] = {}
     for f in findings:
         by_file.setdefault(display(f.path), []).append(
-            (f"org.gradgate.{f.rule}", f"{display(f.path)}:{f.line}:{f.column}: {f.rule} {f.message}",
-             f"line {f.line}, col {f.column}, {f.message}")
+            (
+                f"org.gradgate.{f.rule}",
+                f"{display(f.path)}:{f.line}:{f.column}: {f.rule} {f.message}",
+                f"line {f.line}, col {f.column}, {f.message}",
+            )
         )
     for r in errors:
-        by_file.setdefault(display(r.path), []).append(("org.gradgate.error", f"{display(r.path)}: {r.error}", str(r.error)))
+        by_file.setdefault(display(r.path), []).append(
+            ("org.gradgate.error", f"{display(r.path)}: {r.error}", str(r.error))
+        )
     failures = sum(len(cases) for cases in by_file.values())
     out = ['<?xml version="1.0" encoding="UTF-8"?>']
     out.append(f'<testsuites name="gradgate" tests={attr(max(failures, 1))} failures={attr(failures)} errors="0">')
@@ -411,7 +426,7 @@ def render_junit(findings: Sequence[Finding], errors: Sequence[FileResult] = ())
         out.append('    <testcase name="No findings" classname="gradgate"/>')
         out.append("  </testsuite>")
     for path, cases in by_file.items():
-        out.append(f"  <testsuite name={attr(path)} tests={attr(len(cases))} failures={attr(len(cases))} errors=\"0\">")
+        out.append(f'  <testsuite name={attr(path)} tests={attr(len(cases))} failures={attr(len(cases))} errors="0">')
         for name, message, body in cases:
             out.append(f"    <testcase name={attr(name)} classname={attr(path)}>")
             out.append(f"      <failure message={attr(message)}>{_xml_escape(body)}</failure>")
@@ -423,7 +438,7 @@ def render_junit(findings: Sequence[Finding], errors: Sequence[FileResult] = ())
 
 def _xml_text(text: str) -> str:
     """``text`` without the characters XML 1.0 cannot carry."""
-    return "".join(c if c in "\t\n\r" or (" " <= c and c not in "\ufffe\uffff") else "\ufffd" for c in text)
+    return "".join(c if c in "\t\n\r" or (c >= " " and c not in "\ufffe\uffff") else "\ufffd" for c in text)
 
 
 def _xml_escape(text: str) -> str:

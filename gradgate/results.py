@@ -7,11 +7,11 @@ the path grad mode took to reach the decision (:class:`FlowStep`, capture first)
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 
-class Applicability(str, enum.Enum):
+class Applicability(enum.StrEnum):
     """How sure a fix is, as ruff grades them.
 
     ``safe`` fixes keep the program's meaning but for the bug and are applied by
@@ -88,7 +88,7 @@ class Finding:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Finding":
+    def from_json(cls, data: dict[str, Any]) -> Finding:
         """Raises KeyError, TypeError or ValueError on data of another shape."""
         edit = data.get("edit")
         applicability = data.get("applicability")
@@ -124,16 +124,3 @@ class FileResult:
     @property
     def changed(self) -> bool:
         return self.fixed is not None and self.fixed != self.source
-
-
-@dataclass(frozen=True)
-class RunResult:
-    files: tuple[FileResult, ...] = field(default_factory=tuple)
-
-    @property
-    def findings(self) -> list[Finding]:
-        return sorted((f for r in self.files for f in r.findings), key=Finding.sort_key)
-
-    @property
-    def errors(self) -> list[FileResult]:
-        return [r for r in self.files if r.error is not None]

@@ -68,7 +68,7 @@ class Rule:
     FIXES: ClassVar[bool] = True
 
     @classmethod
-    def judge(cls, decision: "Decision", bdd: "Manager") -> bool:
+    def judge(cls, decision: Decision, bdd: Manager) -> bool:
         """Is this decision a finding? By default: turning grad mode off forces it
         off while with grad mode on it can still be on (the opposite polarity is
         correct and silent); for a choice (a process group, a mode switch) any
@@ -78,12 +78,12 @@ class Rule:
         return bdd.forced_off_by_no_grad(decision.bdd)
 
     @classmethod
-    def entries(cls, analysis: "ModuleAnalysis", decision: "Decision") -> list["Entry"]:
+    def entries(cls, analysis: ModuleAnalysis, decision: Decision) -> list[Entry]:
         """Where grad mode enters the decision: the findings' locations."""
         return analysis.entries(decision)
 
     @classmethod
-    def describe(cls, decision: "Decision", read: str) -> str:
+    def describe(cls, decision: Decision, read: str) -> str:
         """The finding's message; ``read`` is the source of the grad-mode read."""
         return cls.MESSAGE
 

@@ -13,12 +13,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .config import Config
-from .discovery import discover
-from .engine import FileResult, lint_source, may_hold_findings
-from .suppression import file_ignored_bytes
+from .discovery import Discovered, discover
+from .engine import lint_source, may_hold_findings
+from .results import FileResult
 from .source import SourceError, read_source
+from .suppression import file_ignored_bytes
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 #: below this many files to analyse, a pool costs more than it saves
 PARALLEL_THRESHOLD = 8
@@ -89,6 +94,39 @@ def _workers(options: RunOptions, pending_bytes: Sequence[int]) -> int:
     return max(1, min(jobs, len(pending_bytes) // 2, best))
 
 
+def _discovered(paths: Sequence[str], config: Config, skipped: Callable[[str, str], None] | None) -> list[Discovered]:
+    """The files under ``paths``; ``skipped`` hears of those discovery left out."""
+    found = []
+    for item in discover(paths, config.exclude):
+        if item.skipped is None:
+            found.append(item)
+        elif skipped is not None:
+            skipped(item.path, item.skipped)
+    return found
+
+
+def _analysed(jobs: list[tuple], options: RunOptions) -> tuple[Iterator[FileResult], ProcessPoolExecutor | None]:
+    """The results of ``jobs``, in their order: analysed in this process, or by a pool of
+    workers that die with this process (the pool is returned to be shut down)."""
+    workers = _workers(options, [len(job[1]) for job in jobs])
+    if workers == 1:
+        return map(_analyse, jobs), None
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .workers import die_with_parent
+
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context(method),
+        initializer=die_with_parent,
+        initargs=(os.getpid(),),
+    )
+    chunk = max(1, len(jobs) // (workers * 4))
+    return pool.map(_analyse, jobs, chunksize=chunk), pool
+
+
 def run(
     paths: Sequence[str],
     config: Config,
@@ -100,12 +138,7 @@ def run(
     paths discovery left out (symbolic links out of the checked tree)."""
     import time
 
-    discovered = []
-    for item in discover(paths, config.exclude):
-        if item.skipped is None:
-            discovered.append(item)
-        elif skipped is not None:
-            skipped(item.path, item.skipped)
+    discovered = _discovered(paths, config, skipped)
     total = len(discovered)
     cache = None
     if options.cache_dir is not None and not options.fix and options.prefilter:
@@ -147,33 +180,19 @@ def run(
                 continue
             recorded[index] = (abspath, digest, source.info)
         if file_ignored_bytes(data):  # `# gradgate: ignore-file`
-            results[index] = FileResult(item.path, stage="ignored")
+            results[index] = ignored = FileResult(item.path, stage="ignored")
             if cache is not None:
-                cache.put(*recorded.pop(index), now_ns, results[index])
+                cache.put(*recorded.pop(index), now_ns, ignored)
             continue
         if options.prefilter and not may_hold_findings(data, config):
-            results[index] = FileResult(item.path, stage="prefilter")
+            results[index] = prefiltered = FileResult(item.path, stage="prefilter")
             if cache is not None:
-                cache.put(*recorded.pop(index), now_ns, results[index])
+                cache.put(*recorded.pop(index), now_ns, prefiltered)
             continue
         pending.append((index, (item.path, data, config, options.fix, options.prefilter, options.unsafe_fixes)))
 
     done = total - len(pending)
-    workers = _workers(options, [len(job[1]) for _, job in pending])
-    if workers == 1:
-        computed: Iterator[FileResult] = map(_analyse, (job for _, job in pending))
-        pool = None
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        from .workers import die_with_parent
-
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
-                                   initializer=die_with_parent, initargs=(os.getpid(),))
-        chunk = max(1, len(pending) // (workers * 4))
-        computed = pool.map(_analyse, (job for _, job in pending), chunksize=chunk)
+    computed, pool = _analysed([job for _, job in pending], options)
     try:
         next_out = 0
         for (index, _), result in zip(pending, computed):

@@ -223,20 +223,29 @@ def code_actions(server: GradgateServer, params: types.CodeActionParams) -> list
     findings = [f for f in server.findings(document.uri) if _overlaps(finding_range(document, f), params.range)]
     for finding in findings:
         diagnostic = [d for d in params.context.diagnostics if d.code == finding.rule and d.source == SOURCE]
-        if finding.edit is not None and finding.applicability in (Applicability.SAFE, Applicability.UNSAFE) \
-                and wanted(types.CodeActionKind.QuickFix):
+        if (
+            finding.edit is not None
+            and finding.applicability in (Applicability.SAFE, Applicability.UNSAFE)
+            and wanted(types.CodeActionKind.QuickFix)
+        ):
             e = finding.edit
             unsafe = finding.applicability is Applicability.UNSAFE
             actions.append(
                 types.CodeAction(
                     title=f"Fix {finding.rule}: {finding.fix_title or 'remove the grad-mode operand'}"
-                          f"{' (unsafe)' if unsafe else ''}",
+                    f"{' (unsafe)' if unsafe else ''}",
                     kind=types.CodeActionKind.QuickFix,
                     diagnostics=diagnostic or None,
                     is_preferred=not unsafe,
                     edit=types.WorkspaceEdit(
-                        changes={document.uri: [types.TextEdit(
-                            range=_range(document, e.line, e.column, e.end_line, e.end_column), new_text=e.content)]}
+                        changes={
+                            document.uri: [
+                                types.TextEdit(
+                                    range=_range(document, e.line, e.column, e.end_line, e.end_column),
+                                    new_text=e.content,
+                                )
+                            ]
+                        }
                     ),
                 )
             )
@@ -249,16 +258,27 @@ def code_actions(server: GradgateServer, params: types.CodeActionParams) -> list
                         title=f"Suppress {finding.rule} on this line",
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=diagnostic or None,
-                        edit=types.WorkspaceEdit(changes={document.uri: [types.TextEdit(
-                            range=types.Range(start=types.Position(finding.line - 1, 0),
-                                              end=types.Position(finding.line, 0)),
-                            new_text=text if text.endswith(("\n", "\r")) else text + "\n")]}),
+                        edit=types.WorkspaceEdit(
+                            changes={
+                                document.uri: [
+                                    types.TextEdit(
+                                        range=types.Range(
+                                            start=types.Position(finding.line - 1, 0),
+                                            end=types.Position(finding.line, 0),
+                                        ),
+                                        new_text=text if text.endswith(("\n", "\r")) else text + "\n",
+                                    )
+                                ]
+                            }
+                        ),
                     )
                 )
     if wanted(FIX_ALL_KIND) and (wanted_kinds is not None or any(f.fixable for f in server.findings(document.uri))):
         edit = fix_all_edit(server, document)
         if edit is not None:
-            actions.append(types.CodeAction(title="Fix all gradgate findings (safe fixes)", kind=FIX_ALL_KIND, edit=edit))
+            actions.append(
+                types.CodeAction(title="Fix all gradgate findings (safe fixes)", kind=FIX_ALL_KIND, edit=edit)
+            )
     return actions
 
 
@@ -279,9 +299,7 @@ def hover(server: GradgateServer, params: types.HoverParams) -> types.Hover | No
         if _overlaps(where, here) and finding.rule in rules:
             rule = rules[finding.rule]
             text = f"**{rule.CODE}** `{rule.NAME}`\n\n{rule.documentation()}"
-            return types.Hover(
-                contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text), range=where
-            )
+            return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text), range=where)
     return None
 
 

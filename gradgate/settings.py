@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .config import Config, ConfigError
 
@@ -43,8 +44,12 @@ _LIST_KEYS = {
     "grad-mode-names": "grad_names",
 }
 _EXTENDING = {
-    "comm_flag_patterns", "backward_flag_patterns", "comm_apis", "grad_functions",
-    "inference_functions", "grad_names",
+    "comm_flag_patterns",
+    "backward_flag_patterns",
+    "comm_apis",
+    "grad_functions",
+    "inference_functions",
+    "grad_names",
 }
 KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores"})
 #: keys holding rule codes (matched case-insensitively: stored upper-case)
@@ -133,7 +138,7 @@ def load(path: str) -> Settings:
             f"{', '.join(unknown)} (known: {', '.join(sorted(KNOWN_KEYS))})"
         )
     defaults = Config()
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}
     for key, field_name in _LIST_KEYS.items():
         if key in table:
             values = _strings(path, key, table[key])

@@ -11,13 +11,11 @@ owner and group, or is not written.
 from __future__ import annotations
 
 import errno
-import io
 import os
 import re
 import stat
 import tokenize
 from dataclasses import dataclass
-
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
 
@@ -56,9 +54,7 @@ def decode_check(data: bytes) -> str:
     try:
         data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise SourceError(
-            f"cannot decode as {encoding}: byte 0x{data[exc.start]:02x} at offset {exc.start}"
-        ) from None
+        raise SourceError(f"cannot decode as {encoding}: byte 0x{data[exc.start]:02x} at offset {exc.start}") from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r}") from None
     return encoding
@@ -97,8 +93,7 @@ def _keep_owner_and_mode(fd: int, original: os.stat_result) -> None:
             os.fchown(fd, original.st_uid, original.st_gid)
         except PermissionError:
             raise SourceError(
-                f"cannot keep the file's owner and group ({original.st_uid}:{original.st_gid}); "
-                "not overwritten"
+                f"cannot keep the file's owner and group ({original.st_uid}:{original.st_gid}); not overwritten"
             ) from None
     os.fchmod(fd, stat.S_IMODE(original.st_mode))
 
@@ -122,9 +117,7 @@ def write_atomic(path: str, expected: bytes, new: bytes) -> None:
             if handle.read() != expected:
                 raise ChangedOnDisk("file changed on disk since it was read; not overwritten")
         info = os.stat(real)
-        fd, temporary = tempfile.mkstemp(
-            prefix=f".{os.path.basename(real)}.", suffix=".gradgate", dir=directory
-        )
+        fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=".gradgate", dir=directory)
     except OSError as exc:
         raise SourceError(f"cannot write: {exc.strerror or exc}") from None
     try:
@@ -153,7 +146,7 @@ def _common_prefix(a: str, b: str) -> int:
     """Length of the longest common prefix of ``a`` and ``b``."""
     limit = min(len(a), len(b))
     start = 0
-    while start < limit and a[start:start + _BLOCK] == b[start:start + _BLOCK]:
+    while start < limit and a[start : start + _BLOCK] == b[start : start + _BLOCK]:
         start += _BLOCK
     low, high = start, min(limit, start + _BLOCK)
     while low < high:  # a[:low] == b[:low]; find the first difference in the block
@@ -170,13 +163,13 @@ def _common_suffix(a: str, b: str, limit: int) -> int:
     n = 0
     while n < limit:
         step = min(_BLOCK, limit - n)
-        if a[len(a) - n - step:len(a) - n] == b[len(b) - n - step:len(b) - n]:
+        if a[len(a) - n - step : len(a) - n] == b[len(b) - n - step : len(b) - n]:
             n += step
             continue
         low, high = 0, step  # the first `low` characters before `n` agree
         while low < high:
             middle = (low + high + 1) // 2
-            if a[len(a) - n - middle:len(a) - n] == b[len(b) - n - middle:len(b) - n]:
+            if a[len(a) - n - middle : len(a) - n] == b[len(b) - n - middle : len(b) - n]:
                 low = middle
             else:
                 high = middle - 1
@@ -184,8 +177,9 @@ def _common_suffix(a: str, b: str, limit: int) -> int:
     return n
 
 
-def _byte_offset(data: bytes, text: str, offset: int, encoding: str, whole_lines: bool,
-                 upward: bool) -> tuple[int, int]:
+def _byte_offset(
+    data: bytes, text: str, offset: int, encoding: str, whole_lines: bool, upward: bool
+) -> tuple[int, int]:
     """A boundary in ``data`` (which decodes to ``text``) at or next to the character
     ``offset``, as (byte offset, character offset). The start of the offset's line is
     found by counting LF bytes; then (unless ``whole_lines``) the characters before the
@@ -205,7 +199,7 @@ def _byte_offset(data: bytes, text: str, offset: int, encoding: str, whole_lines
         decoder = codecs.getincrementaldecoder(encoding)()
         produced = 0
         for end in range(position, len(data)):
-            produced += len(decoder.decode(data[end:end + 1]))
+            produced += len(decoder.decode(data[end : end + 1]))
             if produced == wanted:
                 return end + 1, offset
             if produced > wanted or data[end] == 0x0A:
@@ -245,10 +239,8 @@ def encode_fixed(original: bytes, original_text: str, fixed_text: str, encoding:
     for whole_lines in (False, True):
         try:
             start, start_char = _byte_offset(original, original_text, prefix, name, whole_lines, False)
-            end, end_char = _byte_offset(
-                original, original_text, len(original_text) - suffix, name, whole_lines, True
-            )
-            middle = fixed_text[start_char:len(fixed_text) - (len(original_text) - end_char)]
+            end, end_char = _byte_offset(original, original_text, len(original_text) - suffix, name, whole_lines, True)
+            middle = fixed_text[start_char : len(fixed_text) - (len(original_text) - end_char)]
             spliced = original[:start] + middle.encode(name) + original[end:]
             if spliced.decode(name) == fixed_text:
                 return spliced

@@ -17,7 +17,8 @@ import re
 from collections.abc import Iterator
 
 SUPPRESSION = re.compile(r"#\s*gradgate:\s*ignore(?![-\w])(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
-#: ``# noqa`` / ``# noqa: A1, B2`` (flake8 and ruff accept ``:`` with or without spaces)
+#: flake8's and ruff's no-QA comment, bare or with codes after a colon (``A1, B2``; the colon
+#: with or without spaces)
 NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Za-z]+[0-9]+(?:[,\s]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 #: a file-level exemption on a line of its own
 IGNORE_FILE = re.compile(r"^[ \t\f]*#\s*gradgate:\s*ignore-file\b", re.MULTILINE)

@@ -148,7 +148,7 @@ def collect(
             if key in seen:
                 continue
             seen.add(key)
-            if getattr(item, "skipped", None) is not None:
+            if item.skipped is not None:
                 if skipped is not None:
                     skipped(item.path, item.skipped)
                 continue

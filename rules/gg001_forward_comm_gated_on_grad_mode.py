@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gradgate.rule import Invalid, Rule, Valid
+
+if TYPE_CHECKING:
+    from gradgate.model.interpret import Decision
 
 
 class ForwardCommGatedOnGradMode(Rule):
@@ -90,9 +95,7 @@ class ForwardCommGatedOnGradMode(Rule):
         Valid("ctx.ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n"),
         Valid("import torch\nfast_path = fast_path and not torch.is_grad_enabled()\n"),
         Valid("ub_overlap_ag = ub_overlap_ag and not is_grad_enabled\n"),
-        Valid(
-            "quantizer.set_usage(rowwise=True, columnwise=is_grad_enabled and not fsdp2)\n"
-        ),
+        Valid("quantizer.set_usage(rowwise=True, columnwise=is_grad_enabled and not fsdp2)\n"),
         Valid("if is_grad_enabled:\n    ctx.save_for_backward(x)\n"),
         Valid("ub_overlap_ag = ub_overlap_ag and not return_layernorm_output\n"),
         Valid("import torch\nub_overlap_ag = torch.is_grad_enabled\n"),
@@ -106,9 +109,7 @@ class ForwardCommGatedOnGradMode(Rule):
             column=34,
         ),
         Invalid(
-            "ub_overlap_ag_fprop = (\n"
-            "    ub_overlap_ag_fprop and is_grad_enabled and not return_layernorm_output\n"
-            ")\n",
+            "ub_overlap_ag_fprop = (\n    ub_overlap_ag_fprop and is_grad_enabled and not return_layernorm_output\n)\n",
             line=2,
             column=29,
             expected_replacement="ub_overlap_ag_fprop = (\n"
@@ -144,9 +145,7 @@ class ForwardCommGatedOnGradMode(Rule):
             "    self.all_gather_overlap = self.all_gather_overlap and grad\n",
             line=4,
             column=59,
-            expected_replacement="import torch\n"
-            "def forward(self, x):\n"
-            "    grad = torch.is_grad_enabled()\n",
+            expected_replacement="import torch\ndef forward(self, x):\n    grad = torch.is_grad_enabled()\n",
         ),
         Invalid(
             "ub_overlap_ag = (\n"
@@ -178,9 +177,7 @@ class ForwardCommGatedOnGradMode(Rule):
             expected_replacement="ub_overlap_ag: bool = ub_overlap_ag and (not x)\n",
         ),
         Invalid(
-            "def f(ub_overlap_ag, is_grad_enabled):\n"
-            "    ub_overlap_ag &= is_grad_enabled\n"
-            "    return ub_overlap_ag\n",
+            "def f(ub_overlap_ag, is_grad_enabled):\n    ub_overlap_ag &= is_grad_enabled\n    return ub_overlap_ag\n",
             line=2,
             column=22,
             expected_replacement="def f(ub_overlap_ag, is_grad_enabled):\n    return ub_overlap_ag\n",
@@ -201,16 +198,24 @@ class ForwardCommGatedOnGradMode(Rule):
     ]
 
     @classmethod
-    def describe(cls, decision, read: str) -> str:
+    def describe(cls, decision: Decision, read: str) -> str:
         name = decision.name
         if decision.kind == "flag":
-            return (f"forward communication flag `{name}` is gated on grad mode (`{read}`): "
-                    "under torch.no_grad() the requested path is silently dropped")
+            return (
+                f"forward communication flag `{name}` is gated on grad mode (`{read}`): "
+                "under torch.no_grad() the requested path is silently dropped"
+            )
         if decision.kind == "comm":
-            return (f"forward communication `{name}(...)` is gated on grad mode (`{read}`): "
-                    "under torch.no_grad() it is silently skipped")
+            return (
+                f"forward communication `{name}(...)` is gated on grad mode (`{read}`): "
+                "under torch.no_grad() it is silently skipped"
+            )
         if decision.kind == "selection":
-            return (f"the process group (`{name}=`) of a forward collective is chosen by grad mode (`{read}`): "
-                    "the no_grad forward communicates in another group than the recompute")
-        return (f"option `{name}=` of a forward collective is gated on grad mode (`{read}`): "
-                "under torch.no_grad() the collective runs differently")
+            return (
+                f"the process group (`{name}=`) of a forward collective is chosen by grad mode (`{read}`): "
+                "the no_grad forward communicates in another group than the recompute"
+            )
+        return (
+            f"option `{name}=` of a forward collective is gated on grad mode (`{read}`): "
+            "under torch.no_grad() the collective runs differently"
+        )

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gradgate.rule import Invalid, Rule, Valid
+
+if TYPE_CHECKING:
+    from gradgate.model.analysis import Entry, ModuleAnalysis
+    from gradgate.model.bdd import Manager
+    from gradgate.model.interpret import Decision
 
 
 class GradModeReadInAutogradFunctionForward(Rule):
@@ -112,11 +119,11 @@ class GradModeReadInAutogradFunctionForward(Rule):
     FIXES = False
 
     @classmethod
-    def judge(cls, decision, bdd) -> bool:
+    def judge(cls, decision: Decision, bdd: Manager) -> bool:
         return True
 
     @classmethod
-    def entries(cls, analysis, decision):
+    def entries(cls, analysis: ModuleAnalysis, decision: Decision) -> list[Entry]:
         from gradgate.model.analysis import Entry
 
         result = analysis.results.get(decision.function)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gradgate.rule import Invalid, Rule, Valid
+
+if TYPE_CHECKING:
+    from gradgate.model.interpret import Decision
 
 
 class ForwardNumericsChosenByGradMode(Rule):
@@ -66,15 +71,12 @@ class ForwardNumericsChosenByGradMode(Rule):
             column=53,
         ),
         Invalid(
-            "import torch\n"
-            "out = fused_dropout_add(x, y, p, training=self.training and torch.is_grad_enabled())\n",
+            "import torch\nout = fused_dropout_add(x, y, p, training=self.training and torch.is_grad_enabled())\n",
             line=2,
             column=61,
         ),
         Invalid(
-            "import torch\n"
-            "if not torch.is_grad_enabled():\n"
-            "    runner.eval()\n",
+            "import torch\nif not torch.is_grad_enabled():\n    runner.eval()\n",
             line=2,
             column=8,
         ),
@@ -84,9 +86,13 @@ class ForwardNumericsChosenByGradMode(Rule):
     FIXES = False
 
     @classmethod
-    def describe(cls, decision, read: str) -> str:
+    def describe(cls, decision: Decision, read: str) -> str:
         if decision.kind == "mode-switch":
-            return (f"module mode switched on grad mode (`{read}`): "
-                    "the forward's numerics (dropout, norms) differ under torch.no_grad()")
-        return (f"training mode conjoined with grad mode (`{read}`) chooses the forward's numerics: "
-                "reentrant checkpointing then recomputes a different forward")
+            return (
+                f"module mode switched on grad mode (`{read}`): "
+                "the forward's numerics (dropout, norms) differ under torch.no_grad()"
+            )
+        return (
+            f"training mode conjoined with grad mode (`{read}`) chooses the forward's numerics: "
+            "reentrant checkpointing then recomputes a different forward"
+        )

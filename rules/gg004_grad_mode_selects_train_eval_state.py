@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gradgate.rule import Invalid, Rule, Valid
+
+if TYPE_CHECKING:
+    from gradgate.model.interpret import Decision
 
 
 class GradModeSelectsTrainEvalState(Rule):
@@ -95,6 +100,8 @@ class GradModeSelectsTrainEvalState(Rule):
     ]
 
     @classmethod
-    def describe(cls, decision, read: str) -> str:
-        return (f"`{decision.name}` is fed grad mode here (`{read}`) but a module's train/eval mode "
-                "elsewhere: under model.train() with torch.no_grad() it picks the other state")
+    def describe(cls, decision: Decision, read: str) -> str:
+        return (
+            f"`{decision.name}` is fed grad mode here (`{read}`) but a module's train/eval mode "
+            "elsewhere: under model.train() with torch.no_grad() it picks the other state"
+        )

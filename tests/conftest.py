@@ -29,8 +29,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.network)
 
 
-def run_cli(*args: str, cwd: str | os.PathLike | None = None, input: bytes | None = None,
-            env: dict[str, str] | None = None):
+def run_cli(
+    *args: str, cwd: str | os.PathLike | None = None, input: bytes | None = None, env: dict[str, str] | None = None
+):
     """Run ``python -m gradgate ARGS`` as a user would (``env`` added to the
     environment, without NO_COLOR/FORCE_COLOR unless given); returns the CompletedProcess."""
     base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
@@ -54,8 +55,17 @@ def _download_te(target: Path, wheels: Path | None = None) -> Path:
     wheel_dir.mkdir(parents=True, exist_ok=True)
     if not list(wheel_dir.glob("transformer_engine-*.whl")):
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-             f"transformer-engine=={TE_VERSION}", "-d", str(wheel_dir)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--quiet",
+                f"transformer-engine=={TE_VERSION}",
+                "-d",
+                str(wheel_dir),
+            ],
             check=True,
             capture_output=True,
         )
@@ -70,8 +80,9 @@ def _download_te(target: Path, wheels: Path | None = None) -> Path:
 def checkout_is_left_alone():
     """No test may write into this checkout: its examples and fixtures are compared
     before and after the session."""
-    watched = sorted(p for folder in ("examples", "tests/fixtures", "rules", "gradgate")
-                     for p in (ROOT / folder).rglob("*.py"))
+    watched = sorted(
+        p for folder in ("examples", "tests/fixtures", "rules", "gradgate") for p in (ROOT / folder).rglob("*.py")
+    )
     before = {p: p.read_bytes() for p in watched}
     yield
     changed = [str(p.relative_to(ROOT)) for p, data in before.items() if not p.exists() or p.read_bytes() != data]

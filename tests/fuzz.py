@@ -49,19 +49,27 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 warnings.simplefilter("ignore")
 
+import strategies as S  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import seed as hypothesis_seed  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-import strategies as S  # noqa: E402
 
 #: violation kinds, grouped into the headline figures
 INVALID = {"reparse"}
 NON_IDEMPOTENT = {"idempotence"}
 DAMAGING = {"oracle", "comments", "outside-bytes", "endings", "final-newline", "encoding", "no-op-fix"}
 #: "fixable" that fix does not keep, or a finding the generator did not plant
-BROKEN_PROMISES = {"accounting", "fixable-not-fixed", "stale-fixable", "recheck", "unchanged-when-clean",
-                   "prefilter-consistency", "expected-findings", "fix-error", "stage"}
+BROKEN_PROMISES = {
+    "accounting",
+    "fixable-not-fixed",
+    "stale-fixable",
+    "recheck",
+    "unchanged-when-clean",
+    "prefilter-consistency",
+    "expected-findings",
+    "fix-error",
+    "stage",
+}
 
 
 class Stats:
@@ -147,8 +155,15 @@ def _batch(strategy, check, examples: int, deadline: float, batch_seed: int) -> 
     class Stop(Exception):
         pass
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+    )
     @hypothesis_seed(batch_seed)
     @given(strategy)
     def run(value):
@@ -170,8 +185,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--sources", default="gg,grammar,node,bytes,te")
     parser.add_argument("--batch", type=int, default=100)
-    parser.add_argument("--known-bad", action="store_true",
-                        help="also generate the shapes the engine is known to get wrong")
+    parser.add_argument(
+        "--known-bad", action="store_true", help="also generate the shapes the engine is known to get wrong"
+    )
     args = parser.parse_args()
 
     out = Path(args.out)
@@ -190,8 +206,10 @@ def main() -> int:
 
             cache = os.environ.get("GRADGATE_TEST_CACHE")
             te_root = _download_te(Path(cache) / "te-2.20.2" if cache else out / "te")
-        te_files = [(str(p.relative_to(te_root)), p.read_bytes())
-                    for p in sorted((te_root / "transformer_engine").rglob("*.py"))]
+        te_files = [
+            (str(p.relative_to(te_root)), p.read_bytes())
+            for p in sorted((te_root / "transformer_engine").rglob("*.py"))
+        ]
 
     import hypothesmith
 
@@ -207,11 +225,15 @@ def main() -> int:
         if found != want:
             outcome.add("expected-findings", f"reported {sorted(found)}, planted {sorted(want)}")
         for f in result.findings:
-            planted = next((e for e in program.expected if (e.line + variant.line_shift, e.column) == (f.line, f.column)), None)
+            planted = next(
+                (e for e in program.expected if (e.line + variant.line_shift, e.column) == (f.line, f.column)), None
+            )
             applicability = f.applicability.value if f.applicability else "none"
             if planted is not None and planted.fix != "any" and applicability != planted.fix:
-                outcome.add("expected-findings", f"{planted.shape} at {f.line}:{f.column} is {applicability}, "
-                            f"planted {planted.fix}")
+                outcome.add(
+                    "expected-findings",
+                    f"{planted.shape} at {f.line}:{f.column} is {applicability}, planted {planted.fix}",
+                )
 
     def gg(example):
         program, variant = example
@@ -220,7 +242,7 @@ def main() -> int:
         stats.record("gg", variant.data, outcome)
 
     def grammar(example, source="grammar"):
-        host, program, where, variant_seed = example
+        host, program, where, _variant_seed = example
         text = S.splice(host, program.text, where)
         data = text.encode("utf-8", "surrogatepass")
         stats.record(source, data, S.verify(data))
@@ -244,7 +266,6 @@ def main() -> int:
                 del buf[at]
         stats.record("bytes", bytes(buf), S.verify(bytes(buf)))
 
-
     known_bad = args.known_bad
 
     @st.composite
@@ -258,14 +279,17 @@ def main() -> int:
         if draw(st.booleans()):
             return draw(st.binary(max_size=4000)), draw(st.integers(0, 2**32))
         program = draw(S.gg_programs(known_bad=known_bad))
-        return draw(S.encode_variant(program.text, lone_cr=known_bad or "#" not in program.text)).data, \
-            draw(st.integers(0, 2**32))
+        return draw(S.encode_variant(program.text, lone_cr=known_bad or "#" not in program.text)).data, draw(
+            st.integers(0, 2**32)
+        )
 
     gg_strategy = gg_example()
-    grammar_strategy = st.tuples(hypothesmith.from_grammar(), S.gg_programs(known_bad=known_bad),
-                                 st.integers(0, 1000), st.just(0))
-    node_strategy = st.tuples(hypothesmith.from_node(), S.gg_programs(known_bad=known_bad),
-                              st.integers(0, 1000), st.just(0))
+    grammar_strategy = st.tuples(
+        hypothesmith.from_grammar(), S.gg_programs(known_bad=known_bad), st.integers(0, 1000), st.just(0)
+    )
+    node_strategy = st.tuples(
+        hypothesmith.from_node(), S.gg_programs(known_bad=known_bad), st.integers(0, 1000), st.just(0)
+    )
 
     last_report = time.monotonic()
     te_count = [0]
@@ -273,11 +297,29 @@ def main() -> int:
     def report() -> None:
         summary = stats.summary()
         (out / "summary.json").write_text(json.dumps({"seed": seed, **summary}, indent=2))
-        print(json.dumps({k: summary[k] for k in ("duration_s", "programs_generated", "inputs", "mutations",
-                                                   "findings", "files_fixed", "crashes", "invalid_fixes",
-                                                   "non_idempotent_fixes", "damaging_fixes", "broken_promises",
-                                                   "violations_by_kind")}),
-              file=sys.stderr, flush=True)
+        print(
+            json.dumps(
+                {
+                    k: summary[k]
+                    for k in (
+                        "duration_s",
+                        "programs_generated",
+                        "inputs",
+                        "mutations",
+                        "findings",
+                        "files_fixed",
+                        "crashes",
+                        "invalid_fixes",
+                        "non_idempotent_fixes",
+                        "damaging_fixes",
+                        "broken_promises",
+                        "violations_by_kind",
+                    )
+                }
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
 
     while time.monotonic() < deadline:
         for source in sources:
@@ -302,8 +344,12 @@ def main() -> int:
                         continue
                     te_count[0] += 1
                     # the prefilter=False comparison on every fifth file (TE files are big)
-                    stats.record("te", mutated, S.verify(mutated, path=path, whole_module=te_count[0] % 5 == 0,
-                                                         cst_reparse=False), mutations=len(mutations))
+                    stats.record(
+                        "te",
+                        mutated,
+                        S.verify(mutated, path=path, whole_module=te_count[0] % 5 == 0, cst_reparse=False),
+                        mutations=len(mutations),
+                    )
             if time.monotonic() - last_report > 30:
                 report()
                 last_report = time.monotonic()

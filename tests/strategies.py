@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import ast
-import io
+import itertools
 import random
 import re
 import tokenize
@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from gradgate.config import Config
-from gradgate.engine import lint_source, split_lines
+from gradgate.engine import lint_source
+from gradgate.model.fixplan import split_lines
 from gradgate.source import SourceError, decode_check
 
 CONFIG = Config()
@@ -60,8 +61,11 @@ def _reads(k: int, method: bool) -> list[Read]:
         Read("torch._C.is_grad_enabled()", "not torch._C.is_grad_enabled()", "torch._C.is_grad_enabled()"),
         Read("th.is_grad_enabled()", "not th.is_grad_enabled()", "th.is_grad_enabled()", HEADER[1]),
         Read("grad_on()", "not grad_on()", "grad_on()", HEADER[2]),
-        Read("not torch.is_inference_mode_enabled()", "torch.is_inference_mode_enabled()",
-             "torch.is_inference_mode_enabled()"),
+        Read(
+            "not torch.is_inference_mode_enabled()",
+            "torch.is_inference_mode_enabled()",
+            "torch.is_inference_mode_enabled()",
+        ),
         Read(f"g_{k}", f"not g_{k}", f"g_{k}", "local"),
         Read("is_grad_enabled", "not is_grad_enabled", "is_grad_enabled", "param"),
         Read("grad_enabled", "not grad_enabled", "grad_enabled", "param"),
@@ -72,19 +76,32 @@ def _reads(k: int, method: bool) -> list[Read]:
     return out
 
 
-FLAG_BASES = ["ub_overlap_ag", "ub_overlap_rs", "ub_overlap_ag_fprop", "use_all_gather",
-              "reduce_scatter_ok", "overlap_comm"]
+FLAG_BASES = [
+    "ub_overlap_ag",
+    "ub_overlap_rs",
+    "ub_overlap_ag_fprop",
+    "use_all_gather",
+    "reduce_scatter_ok",
+    "overlap_comm",
+]
 BACKWARD_BASES = ["ub_overlap_rs_dgrad", "ub_bulk_wgrad", "ub_overlap_ag_bwd", "ctx.ub_overlap_ag"]
 #: other operands, ``{k}`` is the gate's number
-OTHERS = ["x_{k}", "not rl_{k}", "(a_{k} or b_{k})", "f_{k}(x_{k})", "y_{k}[0]", "cfg_{k}.fp8",
-          "x_{k} < 2", "(z_{k} if c_{k} else w_{k})", "not (p_{k} and q_{k})"]
+OTHERS = [
+    "x_{k}",
+    "not rl_{k}",
+    "(a_{k} or b_{k})",
+    "f_{k}(x_{k})",
+    "y_{k}[0]",
+    "cfg_{k}.fp8",
+    "x_{k} < 2",
+    "(z_{k} if c_{k} else w_{k})",
+    "not (p_{k} and q_{k})",
+]
 SEP_BARE = [" and ", "  and  ", " and \\\n        ", " \\\n    and "]
-SEP_PAREN = ["\n    and ", " and\n        ", "  # why?\n    and ", " and  # c\n        ",
-             "\n\n    and "]
+SEP_PAREN = ["\n    and ", " and\n        ", "  # why?\n    and ", " and  # c\n        ", "\n\n    and "]
 #: gate shapes: name -> what the engine must do (fix "safe" or "none" = report only)
 POSITIVE = ["chain", "chain", "chain", "augassign", "if_or", "if_not", "if_else", "ifexp", "min", "all", "or"]
-SILENT = ["opposite", "opposite_if", "backward_flag", "backward_function", "constant", "not_a_flag",
-          "suppressed"]
+SILENT = ["opposite", "opposite_if", "backward_flag", "backward_function", "constant", "not_a_flag", "suppressed"]
 #: shapes the engine gets wrong today (self-assignment left): see test_properties' xfail
 KNOWN_BAD = ["ifexp_self", "min_self"]
 
@@ -141,7 +158,7 @@ def _gate(draw, k: int, indent: str, method: bool, shape: str):
     flag = f"{base}_{k}"
     params = [flag] if "." not in flag else []
     other = draw(st.sampled_from(OTHERS)).format(k=k)
-    params += sorted(set(re.findall(r"\b([a-z]+_%d)\b" % k, other)) | {f"x_{k}"})
+    params += sorted(set(re.findall(rf"\b([a-z]+_{k})\b", other)) | {f"x_{k}"})
     if shape == "backward_flag":
         flag = f"{draw(st.sampled_from(BACKWARD_BASES))}_{k}"
         params = [p for p in params if not p.startswith(base)] + ([] if "." in flag else [flag])
@@ -157,11 +174,12 @@ def _gate(draw, k: int, indent: str, method: bool, shape: str):
         flag = f"x_{k}_copy"
         params = [p for p in params if not p.startswith(base)]
     if chain_shape:
-        operands = [read.pos] + draw(st.lists(st.sampled_from([flag, other]), min_size=1, max_size=3, unique=True))
+        operands = [read.pos, *draw(st.lists(st.sampled_from([flag, other]), min_size=1, max_size=3, unique=True))]
         operands = draw(st.permutations(operands))
         if shape == "suppressed":  # one line: the comment must be on the read's line
-            text = " and ".join(operands) + draw(st.sampled_from(["  # gradgate: ignore",
-                                                                 "  # gradgate: ignore[GG001]"]))
+            text = " and ".join(operands) + draw(
+                st.sampled_from(["  # gradgate: ignore", "  # gradgate: ignore[GG001]"])
+            )
         else:
             text, comment = _join(draw, operands, indent)
         statement = f"{indent}{flag}{draw(st.sampled_from([' = ', ' = ', ': bool = ']))}{text}"
@@ -174,8 +192,9 @@ def _gate(draw, k: int, indent: str, method: bool, shape: str):
         body.append(f"{indent}if {read.neg}:\n{indent}{unit}{flag} = False\n")
     elif shape in ("if_else", "if_else_self"):
         kept = other if shape == "if_else" else flag
-        body.append(f"{indent}if {read.pos}:\n{indent}{unit}{flag} = {kept}\n"
-                    f"{indent}else:\n{indent}{unit}{flag} = False\n")
+        body.append(
+            f"{indent}if {read.pos}:\n{indent}{unit}{flag} = {kept}\n{indent}else:\n{indent}{unit}{flag} = False\n"
+        )
     elif shape in ("ifexp", "ifexp_self"):
         kept = other if shape == "ifexp" else flag
         body.append(f"{indent}{flag} = {kept} if {read.pos} else False\n")
@@ -188,7 +207,7 @@ def _gate(draw, k: int, indent: str, method: bool, shape: str):
         body.append(f"{indent}{flag} = {flag} or {read.pos}\n")
         fix = "none"
     elif shape == "opposite":
-        operands = draw(st.permutations([read.neg, flag] + draw(st.lists(st.just(other), max_size=1))))
+        operands = draw(st.permutations([read.neg, flag, *draw(st.lists(st.just(other), max_size=1))]))
         text, comment = _join(draw, operands, indent)
         body.append(f"{indent}{flag} = {text}\n")
     elif shape == "opposite_if":
@@ -238,13 +257,12 @@ def gg_programs(draw, known_bad: bool = False) -> Program:
             params.insert(0, "self")
         signature = f"def {name}({', '.join(dict.fromkeys(params))}):\n"
         if context == "block":
-            body = [f"{unit}{draw(st.sampled_from(['for i in range(3):', 'if c:', 'try:', 'while c:']))}\n"] + body
+            body = [f"{unit}{draw(st.sampled_from(['for i in range(3):', 'if c:', 'try:', 'while c:']))}\n", *body]
             if body[0].strip() == "try:":
                 body.append(f"{unit}finally:\n{unit * 2}pass\n")
         pad = unit if context in ("method", "nested") else ""
         text = lead + pad + signature + "".join(body)
-        text += draw(st.sampled_from(["", f"{pad}{unit}return None\n", f"{pad}{unit}# tail\n",
-                                      f"{pad}{unit}pass\n"]))
+        text += draw(st.sampled_from(["", f"{pad}{unit}return None\n", f"{pad}{unit}# tail\n", f"{pad}{unit}pass\n"]))
         chunks.append((text, name, shape))
         if shape in POSITIVE or shape in KNOWN_BAD:
             planted.append((name, read, fix, shape))
@@ -266,7 +284,10 @@ def _locate(text: str, planted: list[tuple[str, Read, str, str]]) -> list[Expect
     for name, read, fix, shape in planted:
         function = functions[name]
         hits = [
-            n for n in ast.walk(function) if isinstance(n, ast.expr) and ast.unparse(n) == read.text
+            n
+            for n in ast.walk(function)
+            if isinstance(n, ast.expr)
+            and ast.unparse(n) == read.text
             and not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
             and not isinstance(n, ast.arg)
         ]
@@ -275,8 +296,9 @@ def _locate(text: str, planted: list[tuple[str, Read, str, str]]) -> list[Expect
             hits = [n for n in hits if isinstance(n, ast.Name)]
         assert len(hits) == 1, (name, read, [ast.dump(h) for h in hits], text)
         node = hits[0]
-        out.append(Expected(node.lineno, _char_column(lines[node.lineno - 1], node.col_offset) + 1,
-                            read.text, fix, shape))
+        out.append(
+            Expected(node.lineno, _char_column(lines[node.lineno - 1], node.col_offset) + 1, read.text, fix, shape)
+        )
     return out
 
 
@@ -488,8 +510,12 @@ class OracleUnsupported(Exception):
 
 
 def _span_of(node: ast.AST, lines: list[str]) -> tuple[int, int, int, int]:
-    return (node.lineno, _char_column(lines[node.lineno - 1], node.col_offset),
-            node.end_lineno, _char_column(lines[node.end_lineno - 1], node.end_col_offset))
+    return (
+        node.lineno,
+        _char_column(lines[node.lineno - 1], node.col_offset),
+        node.end_lineno,
+        _char_column(lines[node.end_lineno - 1], node.end_col_offset),
+    )
 
 
 def _read_nodes(tree: ast.AST, lines: list[str], findings) -> dict[int, tuple[ast.expr, bool]]:
@@ -539,8 +565,11 @@ class _Simplify(ast.NodeTransformer):
         return super().visit(node)
 
     def generic_visit(self, node):
-        sizes = {name: len(getattr(node, name)) for name in ("body", "orelse", "finalbody")
-                 if isinstance(getattr(node, name, None), list)}
+        sizes = {
+            name: len(getattr(node, name))
+            for name in ("body", "orelse", "finalbody")
+            if isinstance(getattr(node, name, None), list)
+        }
         elif_parent = isinstance(node, ast.If) and len(node.orelse) == 1 and id(node.orelse[0]) in self.elifs
         super().generic_visit(node)
         if not isinstance(node, ast.Module):
@@ -619,8 +648,11 @@ class _Simplify(ast.NodeTransformer):
     def visit_Compare(self, node):
         node = self.generic_visit(node)
         sides = [node.left, *node.comparators]
-        if len(node.ops) == 1 and any(self.is_known(s) for s in sides) and all(
-                isinstance(s, ast.Constant) and isinstance(s.value, bool) for s in sides):
+        if (
+            len(node.ops) == 1
+            and any(self.is_known(s) for s in sides)
+            and all(isinstance(s, ast.Constant) and isinstance(s.value, bool) for s in sides)
+        ):
             a, b = sides[0].value, sides[1].value
             op = type(node.ops[0])
             if op in (ast.Eq, ast.Is):
@@ -684,9 +716,9 @@ def fixed_regions(text: str, findings) -> list[tuple[int, int]]:
             continue
         while True:
             up = parent.get(node)
-            if isinstance(up, ast.If) and up.orelse == [node] and lines[node.lineno - 1].lstrip().startswith("elif"):
-                node = up
-            elif isinstance(up, ast.stmt) and (up.lineno == node.lineno or _shares_line(up, node)):
+            if (
+                isinstance(up, ast.If) and up.orelse == [node] and lines[node.lineno - 1].lstrip().startswith("elif")
+            ) or (isinstance(up, ast.stmt) and (up.lineno == node.lineno or _shares_line(up, node))):
                 node = up
             else:
                 break
@@ -708,10 +740,12 @@ def _shares_line(holder: ast.stmt, node: ast.stmt) -> bool:
         block = getattr(holder, name, None)
         if isinstance(block, list) and node in block:
             lines_used = [s.lineno for s in block] + [s.end_lineno for s in block]
-            return len(set(s.lineno for s in block)) < len(block) or any(
-                a.end_lineno == b.lineno for a, b in zip(block, block[1:])) or (
-                name == "orelse" and holder.body and holder.body[-1].end_lineno == node.lineno) or (
-                lines_used.count(node.lineno) > 2)
+            return (
+                len(set(s.lineno for s in block)) < len(block)
+                or any(a.end_lineno == b.lineno for a, b in itertools.pairwise(block))
+                or (name == "orelse" and holder.body and holder.body[-1].end_lineno == node.lineno)
+                or (lines_used.count(node.lineno) > 2)
+            )
     return False
 
 
@@ -721,9 +755,9 @@ def outside_unchanged(old: str, new: str, regions: list[tuple[int, int]]) -> boo
     lines = split_lines(old)
     gaps, at = [], 1
     for first, last in regions:
-        gaps.append("".join(lines[at - 1:first - 1]))
+        gaps.append("".join(lines[at - 1 : first - 1]))
         at = last + 1
-    gaps.append("".join(lines[at - 1:]))
+    gaps.append("".join(lines[at - 1 :]))
     if not new.startswith(gaps[0]):
         return False
     pos = len(gaps[0])
@@ -756,8 +790,9 @@ def _key(f) -> tuple:
     return (f.rule, f.line, f.column, f.end_line, f.end_column, f.message, f.applicability)
 
 
-def verify(data: bytes, *, path: str = "t.py", whole_module: bool = True,
-           cst_reparse: bool = True, accounting: bool = True) -> Outcome:
+def verify(
+    data: bytes, *, path: str = "t.py", whole_module: bool = True, cst_reparse: bool = True, accounting: bool = True
+) -> Outcome:
     """Every reliability property of the engine on ``data``; returns what broke.
 
     crash, error-format, fix-error, prefilter-consistency (identical findings and fixes
@@ -806,8 +841,9 @@ def verify(data: bytes, *, path: str = "t.py", whole_module: bool = True,
         elif slow.error != check.error or [_key(f) for f in slow.findings] != [_key(f) for f in check.findings]:
             outcome.add("prefilter-consistency", f"{slow.error or slow.findings} != {check.error or check.findings}")
         elif slow_fix.error != fixed.error or slow_fix.fixed != fixed.fixed:
-            outcome.add("prefilter-consistency", f"fixed {slow_fix.error or slow_fix.fixed!r} != "
-                        f"{fixed.error or fixed.fixed!r}")
+            outcome.add(
+                "prefilter-consistency", f"fixed {slow_fix.error or slow_fix.fixed!r} != {fixed.error or fixed.fixed!r}"
+            )
     _check_fix(outcome, path, data, check, fixed, False, cst_reparse, accounting)
     if any(f.applicability is not None and f.applicability.value == "unsafe" for f in check.findings):
         try:
@@ -823,8 +859,9 @@ def verify(data: bytes, *, path: str = "t.py", whole_module: bool = True,
     return outcome
 
 
-def _check_fix(outcome: Outcome, path: str, data: bytes, check, fixed, unsafe: bool,
-               cst_reparse: bool, accounting: bool) -> None:
+def _check_fix(
+    outcome: Outcome, path: str, data: bytes, check, fixed, unsafe: bool, cst_reparse: bool, accounting: bool
+) -> None:
     tag = " (unsafe fixes)" if unsafe else ""
     fixable = [f for f in check.findings if f.fixable_with(unsafe)]
     if not fixable:
@@ -878,8 +915,11 @@ def _check_fix(outcome: Outcome, path: str, data: bytes, check, fixed, unsafe: b
     else:
         outcome.oracle_checked += 1
         if ast.dump(want) != ast.dump(new_tree):
-            outcome.add("oracle", f"the fixed tree is not the original minus the reported reads{tag}:\n"
-                        f"want {ast.unparse(want)!r}\ngot  {ast.unparse(new_tree)!r}")
+            outcome.add(
+                "oracle",
+                f"the fixed tree is not the original minus the reported reads{tag}:\n"
+                f"want {ast.unparse(want)!r}\ngot  {ast.unparse(new_tree)!r}",
+            )
     if not outside_unchanged(text, new_text, fixed_regions(text, fixable)):
         outcome.add("outside-bytes", f"bytes outside the fixed statements changed{tag}")
     again = lint_source(path, new, CONFIG, fix=True, unsafe_fixes=unsafe)

@@ -16,13 +16,15 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
+
 from gradgate.source import ChangedOnDisk, SourceError, write_atomic
 
-BUGGY = (b"def f(ub_overlap_ag, is_grad_enabled, x):\n"
-         b"    ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\n"
-         b"    return ub_overlap_ag\n")
+BUGGY = (
+    b"def f(ub_overlap_ag, is_grad_enabled, x):\n"
+    b"    ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\n"
+    b"    return ub_overlap_ag\n"
+)
 BUGGY_FIXED = BUGGY.replace(b" and is_grad_enabled", b"")
 CLEAN = b"def f(ub_overlap_ag, x):\n    return ub_overlap_ag and x\n"
 #: grad mode forcing the flag on: a finding with no operand to drop (report only)
@@ -30,7 +32,9 @@ UNFIXABLE = b"def f(ub_overlap_ag, is_grad_enabled):\n    ub_overlap_ag = ub_ove
 
 
 def _temporaries(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.rglob("*") if p.name.endswith(".gradgate") or p.name.startswith(".") and p.is_file())
+    return sorted(
+        p.name for p in directory.rglob("*") if p.name.endswith(".gradgate") or (p.name.startswith(".") and p.is_file())
+    )
 
 
 def _invoke(*args: str, cwd: Path):
@@ -101,8 +105,12 @@ def test_write_atomic_io_failure_leaves_original_and_no_temporary(tmp_path, monk
     def boom(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    target = {"replace": (os, "replace"), "fchmod": (os, "fchmod"), "fdopen": (os, "fdopen"),
-              "mkstemp": (tempfile, "mkstemp")}[failing]
+    target = {
+        "replace": (os, "replace"),
+        "fchmod": (os, "fchmod"),
+        "fdopen": (os, "fdopen"),
+        "mkstemp": (tempfile, "mkstemp"),
+    }[failing]
     monkeypatch.setattr(*target, boom)
     with pytest.raises(SourceError) as info:
         write_atomic(str(path), BUGGY, BUGGY_FIXED)
@@ -139,8 +147,12 @@ def test_fix_keeps_modes(tmp_path):
 
 
 def test_fix_writes_only_files_whose_content_changes(tmp_path):
-    for name, data in (("clean.py", CLEAN), ("unfixable.py", UNFIXABLE), ("buggy.py", BUGGY),
-                       ("no_grad_token.py", b"x = 1\n")):
+    for name, data in (
+        ("clean.py", CLEAN),
+        ("unfixable.py", UNFIXABLE),
+        ("buggy.py", BUGGY),
+        ("no_grad_token.py", b"x = 1\n"),
+    ):
         (tmp_path / name).write_bytes(data)
         os.utime(tmp_path / name, ns=(1_000_000_000, 1_000_000_000))
     before = {p.name: os.stat(p) for p in tmp_path.iterdir()}
@@ -167,9 +179,9 @@ def test_fix_skips_file_changed_since_it_was_read(tmp_path, monkeypatch):
         return real(path, expected, new)
 
     monkeypatch.setattr(source, "write_atomic", edit_then_write)
-    code, stdout, stderr = _invoke("fix", ".", cwd=tmp_path)
+    code, _stdout, stderr = _invoke("fix", ".", cwd=tmp_path)
     assert code == 2
-    errors = [l for l in stderr.splitlines() if l.startswith("error:")]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert errors == [f"error: {'edited.py'}: file changed on disk since it was read; not overwritten"]
     assert (tmp_path / "edited.py").read_bytes() == b"# edited meanwhile\n" + BUGGY
     assert (tmp_path / "other.py").read_bytes() == BUGGY_FIXED
@@ -190,9 +202,9 @@ def test_fix_not_written_when_result_does_not_parse(tmp_path, monkeypatch):
     monkeypatch.setattr(fixes, "remove_operand", broken)
     (tmp_path / "m.py").write_bytes(BUGGY)
     (tmp_path / "clean.py").write_bytes(CLEAN)
-    code, stdout, stderr = _invoke("fix", ".", cwd=tmp_path)
+    code, _stdout, stderr = _invoke("fix", ".", cwd=tmp_path)
     assert code == 2, stderr
-    errors = [l for l in stderr.splitlines() if l.startswith("error:")]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith(f"error: {'m.py'}: ")
     assert "invalid" in errors[0]
     assert (tmp_path / "m.py").read_bytes() == BUGGY
@@ -213,10 +225,16 @@ def test_fix_write_failure_is_reported_and_original_intact(tmp_path):
     (tmp_path / "big.py").chmod(0o640)
     (tmp_path / "small.py").write_bytes(BUGGY)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
-    result = subprocess.run([sys.executable, "-m", "gradgate", "fix", "."], cwd=tmp_path, env=env,
-                            capture_output=True, preexec_fn=_limit_file_size, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "gradgate", "fix", "."],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        preexec_fn=_limit_file_size,
+        timeout=60,
+    )
     assert result.returncode == 2, result.stderr.decode()
-    errors = [l for l in result.stderr.decode().splitlines() if l.startswith("error:")]
+    errors = [line for line in result.stderr.decode().splitlines() if line.startswith("error:")]
     assert errors == [f"error: {'big.py'}: cannot write: File too large"]
     assert (tmp_path / "big.py").read_bytes() == big
     assert os.stat(tmp_path / "big.py").st_mode & 0o7777 == 0o640
@@ -224,8 +242,11 @@ def test_fix_write_failure_is_reported_and_original_intact(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.py", "small.py"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a 0o555 directory anyway; "
-                    "test_fix_write_failure_is_reported_and_original_intact covers a failing write as root")
+@pytest.mark.skipif(
+    os.geteuid() == 0,
+    reason="root writes into a 0o555 directory anyway; "
+    "test_fix_write_failure_is_reported_and_original_intact covers a failing write as root",
+)
 def test_fix_into_read_only_directory(tmp_path):
     (tmp_path / "ro").mkdir()
     (tmp_path / "ro" / "m.py").write_bytes(BUGGY)
@@ -233,7 +254,7 @@ def test_fix_into_read_only_directory(tmp_path):
     try:
         result = run_cli("fix", "ro", cwd=tmp_path)
         assert result.returncode == 2
-        errors = [l for l in result.stderr.decode().splitlines() if l.startswith("error:")]
+        errors = [line for line in result.stderr.decode().splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and "cannot write" in errors[0] and "m.py" in errors[0]
         assert (tmp_path / "ro" / "m.py").read_bytes() == BUGGY
         assert sorted(p.name for p in (tmp_path / "ro").iterdir()) == ["m.py"]
@@ -281,8 +302,16 @@ def test_two_concurrent_fix_runs_leave_every_file_valid(te_sources, tmp_path):
     for round_ in range(3):
         tree = tmp_path / f"round{round_}"
         _tree(te_sources, tree)
-        runs = [subprocess.Popen([sys.executable, "-m", "gradgate", "fix", "."], cwd=tree, env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+        runs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "gradgate", "fix", "."],
+                cwd=tree,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for _ in range(2)
+        ]
         outputs = [run.communicate(timeout=120) for run in runs]
         for run, (_, stderr) in zip(runs, outputs):
             assert run.returncode in (0, 2), stderr.decode()

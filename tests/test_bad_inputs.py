@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
 
 
@@ -50,13 +49,15 @@ def cli(*args: str, cwd: Path) -> Ran:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         import traceback
 
-        raise AssertionError("exception escaped the CLI:\n" + "".join(
-            traceback.format_exception(result.exception)))
+        raise AssertionError("exception escaped the CLI:\n" + "".join(traceback.format_exception(result.exception)))
     return Ran(result.exit_code, result.stdout_bytes, result.stderr_bytes)
 
-BUGGY = (b"def f(ub_overlap_ag, is_grad_enabled, x):\n"
-         b"    ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\n"
-         b"    return ub_overlap_ag\n")
+
+BUGGY = (
+    b"def f(ub_overlap_ag, is_grad_enabled, x):\n"
+    b"    ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\n"
+    b"    return ub_overlap_ag\n"
+)
 BUGGY_FIXED = BUGGY.replace(b" and is_grad_enabled", b"")
 ERROR_LINE = re.compile(r"^error: (?P<path>.+?): (?P<reason>\S.*)$")
 
@@ -75,6 +76,7 @@ def _file(name: str, data: bytes):
     def make(root: Path) -> list[str]:
         (root / name).write_bytes(data)
         return [name]
+
     return make
 
 
@@ -106,23 +108,37 @@ ELF_NO_NUL = bytes(b % 255 + 1 for b in range(4096))  # binary noise without a N
 
 BAD_INPUTS = [
     Bad("syntax_error", r"syntax error at 1:7", _file("syntax.py", b"def f(:\n    is_grad_enabled\n")),
-    Bad("syntax_error_late", r"syntax error at 3:",
-        _file("syntax_late.py", b"x = 1\ny = is_grad_enabled\nz = (\n")),
-    Bad("indentation_error", r"syntax error|indent",
-        _file("indent.py", b"def f():\n    x = 1\n      ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n")),
+    Bad("syntax_error_late", r"syntax error at 3:", _file("syntax_late.py", b"x = 1\ny = is_grad_enabled\nz = (\n")),
+    Bad(
+        "indentation_error",
+        r"syntax error|indent",
+        _file("indent.py", b"def f():\n    x = 1\n      ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n"),
+    ),
     Bad("undecodable_line1", r"decod|encod", _file("undecodable1.py", b"x = '\xff\xfe'\nis_grad_enabled\n")),
-    Bad("undecodable_later", r"cannot decode as utf-8: byte 0xff",
-        _file("undecodable3.py", b"x = 1\ny = 2\nz = '\xff'  # is_grad_enabled\n")),
+    Bad(
+        "undecodable_later",
+        r"cannot decode as utf-8: byte 0xff",
+        _file("undecodable3.py", b"x = 1\ny = 2\nz = '\xff'  # is_grad_enabled\n"),
+    ),
     Bad("binary_png", r"binary|NUL", _file("image.py", PNG)),
     Bad("binary_without_nul", r"decod|encod", _file("noise.py", ELF_NO_NUL)),
     Bad("nul_byte", r"NUL", _file("nul.py", b"ub_overlap_ag = ub_overlap_ag and is_grad_enabled\x00\n")),
     Bad("unknown_cookie", r"encoding", _file("cookie.py", b"# -*- coding: klingon -*-\nis_grad_enabled\n")),
-    Bad("cookie_lies", r"cannot decode as ascii",
-        _file("ascii.py", b"# coding: ascii\nx = '\xc3\xa9'  # is_grad_enabled\n")),
-    Bad("bom_and_latin1_cookie", r"encoding",
-        _file("bom_cookie.py", b"\xef\xbb\xbf# coding: latin-1\nis_grad_enabled\n")),
-    Bad("too_deep", r"nested|cannot parse|too many|recursion",
-        _file("deep.py", b"ub_overlap_ag = a and " + b"not " * 5000 + b"is_grad_enabled\n")),
+    Bad(
+        "cookie_lies",
+        r"cannot decode as ascii",
+        _file("ascii.py", b"# coding: ascii\nx = '\xc3\xa9'  # is_grad_enabled\n"),
+    ),
+    Bad(
+        "bom_and_latin1_cookie",
+        r"encoding",
+        _file("bom_cookie.py", b"\xef\xbb\xbf# coding: latin-1\nis_grad_enabled\n"),
+    ),
+    Bad(
+        "too_deep",
+        r"nested|cannot parse|too many|recursion",
+        _file("deep.py", b"ub_overlap_ag = a and " + b"not " * 5000 + b"is_grad_enabled\n"),
+    ),
     Bad("directory_named_py", r"directory", _directory, explicit_error=False),
     Bad("broken_symlink", r"broken symbolic link", _broken_link),
     Bad("symlink_loop", r"symbolic link", _link_loop),
@@ -199,10 +215,13 @@ def test_bad_input_found_by_walking(tmp_path, bad):
     assert sorted(errors) == sorted(os.path.join(p) for p in reported)
     out = result.stdout.decode().splitlines()
     assert [line.split(": GG001")[0] for line in out if ": GG001 " in line] == [
-        os.path.join("good.py") + ":2:39", os.path.join("sub", "also_good.py") + ":2:39"]
+        os.path.join("good.py") + ":2:39",
+        os.path.join("sub", "also_good.py") + ":2:39",
+    ]
     n = len(reported)
-    assert out[-1] == (f"Found 2 findings (2 fixable with `gradgate fix`). {n} file"
-                       f"{'s' if n != 1 else ''} could not be checked.")
+    assert out[-1] == (
+        f"Found 2 findings (2 fixable with `gradgate fix`). {n} file{'s' if n != 1 else ''} could not be checked."
+    )
 
 
 @pytest.mark.parametrize("bad", BAD_INPUTS, ids=lambda b: b.name)
@@ -230,7 +249,7 @@ def test_all_bad_inputs_at_once(tmp_path):
     errors = _errors(result.stderr)
     assert sorted(errors) == sorted([os.path.join(p) for p in reported] + ["missing.py", "missing_dir/"])
     assert errors["missing.py"] == "no such file or directory"
-    assert [(p.removeprefix("./"), l, c) for p, l, c in _good_paths(json.loads(result.stdout))] == GOOD_FINDINGS
+    assert [(p.removeprefix("./"), line, c) for p, line, c in _good_paths(json.loads(result.stdout))] == GOOD_FINDINGS
 
 
 def test_syntax_error_in_a_file_that_never_mentions_grad_mode(tmp_path):
@@ -242,7 +261,7 @@ def test_syntax_error_in_a_file_that_never_mentions_grad_mode(tmp_path):
     (tmp_path / "syntax_plain.py").write_bytes(b"def f(:\n    pass\n")
     fast = run_cli("check", "--format", "json", ".", cwd=tmp_path)
     assert (fast.returncode, fast.stderr) == (1, b"")
-    assert [(p.removeprefix("./"), l, c) for p, l, c in _good_paths(json.loads(fast.stdout))] == GOOD_FINDINGS
+    assert [(p.removeprefix("./"), line, c) for p, line, c in _good_paths(json.loads(fast.stdout))] == GOOD_FINDINGS
     full = run_cli("check", "--no-prefilter", "--format", "json", ".", cwd=tmp_path)
     assert full.returncode == 2
     assert _errors(full.stderr) == {os.path.join("syntax_plain.py"): "syntax error at 1:7: invalid syntax"}
@@ -267,7 +286,9 @@ def test_a_file_libcst_cannot_parse_whole_is_checked_and_fixed_by_its_statements
     fixed = run_cli("fix", "--no-cache", "t.py", cwd=tmp_path)
     assert fixed.returncode == 0, fixed.stderr
     # `ub_overlap_ag = ub_overlap_ag` would be left: the statement goes
-    assert (tmp_path / "t.py").read_bytes() == source.replace(b"    ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n", b"")
+    assert (tmp_path / "t.py").read_bytes() == source.replace(
+        b"    ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n", b""
+    )
 
 
 def test_valid_python_libcst_cannot_represent_is_an_error_only_where_it_is_needed(tmp_path):
@@ -298,7 +319,9 @@ def test_valid_python_libcst_cannot_represent_is_an_error_only_where_it_is_neede
     assert (tmp_path / "flagged.py").read_text() == flagged
     fixed = run_cli("fix", "--no-cache", "elsewhere.py", cwd=tmp_path)
     assert fixed.returncode == 0, fixed.stderr
-    assert (tmp_path / "elsewhere.py").read_text() == elsewhere.replace("    ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n", "")
+    assert (tmp_path / "elsewhere.py").read_text() == elsewhere.replace(
+        "    ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n", ""
+    )
 
 
 def test_missing_path_alone(tmp_path):
@@ -316,7 +339,7 @@ def test_directory_symlink_loop_terminates_and_reports_each_file_once(tmp_path):
     result = cli("check", "--format", "json", ".", cwd=tmp_path)
     assert result.returncode == 1, result.stderr.decode()
     findings = json.loads(result.stdout)
-    assert [(p.removeprefix("./"), l, c) for p, l, c in _good_paths(findings)] == GOOD_FINDINGS
+    assert [(p.removeprefix("./"), line, c) for p, line, c in _good_paths(findings)] == GOOD_FINDINGS
 
 
 def test_special_file_named_py_does_not_hang(tmp_path):
@@ -326,8 +349,13 @@ def test_special_file_named_py_does_not_hang(tmp_path):
     _fifo(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     try:
-        result = subprocess.run([sys.executable, "-m", "gradgate", "check", "--format", "json", "."],
-                                cwd=tmp_path, capture_output=True, env=env, timeout=10)
+        result = subprocess.run(
+            [sys.executable, "-m", "gradgate", "check", "--format", "json", "."],
+            cwd=tmp_path,
+            capture_output=True,
+            env=env,
+            timeout=10,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("`gradgate check .` hangs on a FIFO named pipe.py (it opens and reads it)")
     assert result.returncode == 2
@@ -366,16 +394,21 @@ def _mixed(data: bytes, endings: tuple[bytes, ...]) -> bytes:
     return out
 
 
-LATIN1 = ("# -*- coding: latin-1 -*-\n"
-          "# café, naïve: every byte of this file is latin-1\n"
-          "def f(ub_overlap_ag, is_grad_enabled, x):\n"
-          "    ub_overlap_ag = (x != 'é') and ub_overlap_ag and is_grad_enabled  # déjà\n"
-          "    return ub_overlap_ag\n").encode("latin-1")
-UNICODE = ("def f(ub_overlap_ag, is_grad_enabled, x):\n"
-           "    ub_overlap_ag = (x != '😀é') and ub_overlap_ag and is_grad_enabled\n").encode()
+LATIN1 = (
+    "# -*- coding: latin-1 -*-\n"
+    "# café, naïve: every byte of this file is latin-1\n"
+    "def f(ub_overlap_ag, is_grad_enabled, x):\n"
+    "    ub_overlap_ag = (x != 'é') and ub_overlap_ag and is_grad_enabled  # déjà\n"
+    "    return ub_overlap_ag\n"
+).encode("latin-1")
+UNICODE = (
+    "def f(ub_overlap_ag, is_grad_enabled, x):\n"
+    "    ub_overlap_ag = (x != '😀é') and ub_overlap_ag and is_grad_enabled\n"
+).encode()
 #: 100,000 lines: one in ten a statement, the others comments and blank lines
 BIG_PREFIX = b"".join(
-    (b"value_%d = compute(%d, key='k')\n" % (i, i)) if i % 10 == 0
+    (b"value_%d = compute(%d, key='k')\n" % (i, i))
+    if i % 10 == 0
     else (b"# filler comment %d\n" % i if i % 3 else b"\n")
     for i in range(100_000)
 )
@@ -394,25 +427,51 @@ VALID_INPUTS = [
     Valid("crlf", _crlf(BUGGY), [(2, 39)], _crlf(BUGGY_FIXED)),
     Valid("mixed_lf_crlf", _mixed(BUGGY, (b"\r\n", b"\n")), [(2, 39)], _mixed(BUGGY_FIXED, (b"\r\n", b"\n"))),
     Valid("mixed_crlf_lf", _mixed(BUGGY, (b"\n", b"\r\n")), [(2, 39)], _mixed(BUGGY_FIXED, (b"\n", b"\r\n"))),
-    Valid("mixed_with_lone_cr", _mixed(BUGGY, (b"\r\n", b"\r", b"\n")), [(2, 39)],
-          _mixed(BUGGY_FIXED, (b"\r\n", b"\r", b"\n"))),
-    Valid("lone_cr_top_level", b"ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\rx = 1\r", [(1, 35)],
-          b"ub_overlap_ag = ub_overlap_ag and x\rx = 1\r"),
+    Valid(
+        "mixed_with_lone_cr",
+        _mixed(BUGGY, (b"\r\n", b"\r", b"\n")),
+        [(2, 39)],
+        _mixed(BUGGY_FIXED, (b"\r\n", b"\r", b"\n")),
+    ),
+    Valid(
+        "lone_cr_top_level",
+        b"ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\rx = 1\r",
+        [(1, 35)],
+        b"ub_overlap_ag = ub_overlap_ag and x\rx = 1\r",
+    ),
     Valid("lone_cr_old_mac", BUGGY.replace(b"\n", b"\r"), [(2, 39)], BUGGY_FIXED.replace(b"\n", b"\r")),
     Valid("tabs", BUGGY.replace(b"    ", b"\t"), [(2, 36)], BUGGY_FIXED.replace(b"    ", b"\t")),
-    Valid("tabs_and_spaces", b"if 1:\n\tif 2:\n\t        ub_overlap_rs = ub_overlap_rs and is_grad_enabled and x\n",
-          [(3, 44)], b"if 1:\n\tif 2:\n\t        ub_overlap_rs = ub_overlap_rs and x\n"),
-    Valid("form_feed", b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled() and x\n",
-          [(4, 40)], b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c    ub_overlap_ag = ub_overlap_ag and x\n"),
+    Valid(
+        "tabs_and_spaces",
+        b"if 1:\n\tif 2:\n\t        ub_overlap_rs = ub_overlap_rs and is_grad_enabled and x\n",
+        [(3, 44)],
+        b"if 1:\n\tif 2:\n\t        ub_overlap_rs = ub_overlap_rs and x\n",
+    ),
+    Valid(
+        "form_feed",
+        b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled() and x\n",
+        [(4, 40)],
+        b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c    ub_overlap_ag = ub_overlap_ag and x\n",
+    ),
     Valid("no_final_newline", BUGGY.rstrip(b"\n"), [(2, 39)], BUGGY_FIXED.rstrip(b"\n")),
-    Valid("no_final_newline_on_finding", b"x = 1\r\nub_overlap_ag = ub_overlap_ag and is_grad_enabled and x",
-          [(2, 35)], b"x = 1\r\nub_overlap_ag = ub_overlap_ag and x"),
-    Valid("trailing_whitespace_and_backslash",
-          b"ub_overlap_ag = ub_overlap_ag \\\n    and is_grad_enabled and x   \n",
-          [(2, 9)], b"ub_overlap_ag = ub_overlap_ag and x   \n"),
-    Valid("blank_lines_at_eof_without_newline",
-          b"if a: pass\nelse: ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\n\n  \n\t", [(2, 41)],
-          b"if a: pass\nelse: ub_overlap_ag = ub_overlap_ag and x\n\n  \n\t"),
+    Valid(
+        "no_final_newline_on_finding",
+        b"x = 1\r\nub_overlap_ag = ub_overlap_ag and is_grad_enabled and x",
+        [(2, 35)],
+        b"x = 1\r\nub_overlap_ag = ub_overlap_ag and x",
+    ),
+    Valid(
+        "trailing_whitespace_and_backslash",
+        b"ub_overlap_ag = ub_overlap_ag \\\n    and is_grad_enabled and x   \n",
+        [(2, 9)],
+        b"ub_overlap_ag = ub_overlap_ag and x   \n",
+    ),
+    Valid(
+        "blank_lines_at_eof_without_newline",
+        b"if a: pass\nelse: ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\n\n  \n\t",
+        [(2, 41)],
+        b"if a: pass\nelse: ub_overlap_ag = ub_overlap_ag and x\n\n  \n\t",
+    ),
     Valid("clean_100k_lines", BIG_PREFIX, []),
     Valid("hundred_k_lines", BIG_PREFIX + BUGGY, [(100_002, 39)], BIG_PREFIX + BUGGY_FIXED),
 ]
@@ -465,5 +524,6 @@ def test_very_long_and_chain_never_crashes(tmp_path, command):
         long = [(f["line"], f["column"]) for f in findings if f["path"].endswith("long.py")]
         assert long == ([(1, len(LONG_CHAIN) - len("is_grad_enabled\n") + 1)] if command == "check" else [])
     if command == "check":
-        assert [(p.removeprefix("./"), l, c) for p, l, c in _good_paths(findings)
-                if not p.endswith("long.py")] == GOOD_FINDINGS
+        assert [
+            (p.removeprefix("./"), line, c) for p, line, c in _good_paths(findings) if not p.endswith("long.py")
+        ] == GOOD_FINDINGS

@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
 
 BUGGY = b"def f(ub_overlap_ag, is_grad_enabled, x):\n    ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\n    return ub_overlap_ag\n"
@@ -63,10 +62,18 @@ def test_json_output(tree):
             "fix": {"line": 2, "column": 39, "end_line": 2, "end_column": 59, "content": ""},
             # how grad mode got there: its capture, then the decision
             "flow": [
-                {"path": f"pkg{os.sep}buggy.py", "line": 1, "column": 22,
-                 "message": "parameter `is_grad_enabled` taken as grad mode (no caller in the module supplies it)"},
-                {"path": f"pkg{os.sep}buggy.py", "line": 2, "column": 39,
-                 "message": "grad mode decides `ub_overlap_ag` here"},
+                {
+                    "path": f"pkg{os.sep}buggy.py",
+                    "line": 1,
+                    "column": 22,
+                    "message": "parameter `is_grad_enabled` taken as grad mode (no caller in the module supplies it)",
+                },
+                {
+                    "path": f"pkg{os.sep}buggy.py",
+                    "line": 2,
+                    "column": 39,
+                    "message": "grad mode decides `ub_overlap_ag` here",
+                },
             ],
         }
     ]
@@ -155,23 +162,69 @@ def test_rules_and_explain(tree):
     explained = run_cli("explain", "gg001", cwd=tree)
     assert explained.returncode == 0
     text = explained.stdout.decode()
-    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead",
-                    "## Fix safety", "## References"):
+    for heading in (
+        "## What it does",
+        "## Why is this bad?",
+        "## Example",
+        "## Use instead",
+        "## Fix safety",
+        "## References",
+    ):
         assert heading in text
     assert "https://github.com/NVIDIA/TransformerEngine/pull/3546" in text
 
 
 def test_lint_path_never_imports_torch(tree):
-    # a torch (and transformer_engine) that explodes on import, first on the path
-    for name in ("torch", "transformer_engine"):
-        (tree / "poison" / name).mkdir(parents=True)
-        (tree / "poison" / name / "__init__.py").write_text(f"raise ImportError('lint imported {name}')\n")
+    """Every lint command, run with a torch (and transformer_engine) on the path that
+    leaves a mark when imported, ends as it should: its own exit code and output, no
+    mark, no traceback. A crash also exits 1, like a check with findings, so the exit
+    code alone cannot tell an import of torch from a finding."""
     import subprocess
     import sys
+
     from conftest import ROOT
 
+    marks = tree / "marks"
+    marks.mkdir()
+    for name in ("torch", "transformer_engine"):
+        (tree / "poison" / name).mkdir(parents=True)
+        (tree / "poison" / name / "__init__.py").write_text(
+            f"open({str(marks / name)!r}, 'w').close()\nraise ImportError('lint imported {name}')\n"
+        )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / "poison"), str(ROOT)])}
-    for command in (["check", "pkg"], ["fix", "--diff", "pkg"], ["rules"], ["explain", "GG001"]):
-        result = subprocess.run([sys.executable, "-m", "gradgate", *command], cwd=tree,
-                                capture_output=True, env=env)
-        assert result.returncode in (0, 1), (command, result.stderr.decode())
+    expected = {  # command: (exit code, a line its output must hold)
+        ("check", "pkg"): (1, f"pkg{os.sep}buggy.py:2:39: GG001 forward communication flag `ub_overlap_ag`"),
+        ("fix", "--diff", "pkg"): (1, "+    ub_overlap_ag = ub_overlap_ag and x"),
+        ("rules",): (0, "GG001  forward-comm-gated-on-grad-mode"),
+        ("explain", "GG001"): (0, "## What it does"),
+    }
+    for command, (code, line) in expected.items():
+        result = subprocess.run([sys.executable, "-m", "gradgate", *command], cwd=tree, capture_output=True, env=env)
+        out, err = result.stdout.decode(), result.stderr.decode()
+        assert result.returncode == code, (command, err)
+        assert any(text.startswith(line) for text in out.splitlines()), (command, out)
+        assert "Traceback" not in err and "lint imported" not in out + err, (command, err)
+        assert sorted(p.name for p in marks.iterdir()) == [], command
+
+
+def test_check_in_process_leaves_torch_unimported(tree):
+    """With the real torch importable (CI installs it), a check run in-process ends
+    with neither torch nor transformer_engine in ``sys.modules``."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from gradgate.cli import cli\n"
+        "try:\n"
+        "    cli.main(['check', 'pkg'], prog_name='gradgate')\n"
+        "except SystemExit as exc:\n"
+        "    print('exit', exc.code)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformer_engine')))\n"
+    )
+    from conftest import ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-2:] == ["exit 1", "[]"], result.stdout

@@ -10,13 +10,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
 
 BUGGY = b"def f(ub_overlap_ag, is_grad_enabled, x):\n    ub_overlap_ag = ub_overlap_ag and is_grad_enabled and x\n    return ub_overlap_ag\n"
 FIXED = BUGGY.replace(b" and is_grad_enabled", b"")
-MESSAGE = ("forward communication flag `ub_overlap_ag` is gated on grad mode (`is_grad_enabled`): "
-           "under torch.no_grad() the requested path is silently dropped")
+MESSAGE = (
+    "forward communication flag `ub_overlap_ag` is gated on grad mode (`is_grad_enabled`): "
+    "under torch.no_grad() the requested path is silently dropped"
+)
 
 
 def _where(stdout: bytes) -> list[str]:
@@ -34,13 +35,16 @@ def tree(tmp_path: Path) -> Path:
 def test_check_stdin(tree):
     result = run_cli("check", "-", cwd=tree, input=BUGGY)
     assert result.returncode == 1
-    assert result.stdout.decode().splitlines() == [f"-:2:39: GG001 {MESSAGE}",
-                                                   "Found 1 finding (1 fixable with `gradgate fix`)."]
+    assert result.stdout.decode().splitlines() == [
+        f"-:2:39: GG001 {MESSAGE}",
+        "Found 1 finding (1 fixable with `gradgate fix`).",
+    ]
 
 
 def test_check_stdin_filename_takes_that_files_config_and_ignores(tree):
     (tree / "pkg" / "pyproject.toml").write_text(
-        '[tool.gradgate]\nexclude = ["vendored_*.py"]\nper-file-ignores = { "legacy.py" = ["GG001"] }\n')
+        '[tool.gradgate]\nexclude = ["vendored_*.py"]\nper-file-ignores = { "legacy.py" = ["GG001"] }\n'
+    )
     named = run_cli("check", "--stdin-filename", "pkg/new.py", "-", cwd=tree, input=BUGGY)
     assert (named.returncode, _where(named.stdout)) == (1, ["pkg/new.py:2:39"])
     ignored = run_cli("check", "--stdin-filename", "pkg/legacy.py", "-", cwd=tree, input=BUGGY)
@@ -52,9 +56,14 @@ def test_check_stdin_filename_takes_that_files_config_and_ignores(tree):
 def test_fix_stdin_writes_the_fixed_code_to_stdout(tree):
     result = run_cli("fix", "--stdin-filename", "pkg/new.py", "-", cwd=tree, input=BUGGY)
     assert (result.returncode, result.stdout) == (0, FIXED)
-    assert result.stderr.decode().splitlines() == ["Fixed 1 finding in pkg/new.py", "Fixed 1 finding in 1 file; 0 left."]
-    left = (b"import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
-            b"        if torch.is_grad_enabled():\n            ctx.save_for_backward(x)\n        return x\n")
+    assert result.stderr.decode().splitlines() == [
+        "Fixed 1 finding in pkg/new.py",
+        "Fixed 1 finding in 1 file; 0 left.",
+    ]
+    left = (
+        b"import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+        b"        if torch.is_grad_enabled():\n            ctx.save_for_backward(x)\n        return x\n"
+    )
     unfixable = run_cli("fix", "-", cwd=tree, input=left)  # GG002: report only
     assert (unfixable.returncode, unfixable.stdout) == (1, left)  # the code, unchanged
     assert "-:5:12: GG002" in unfixable.stderr.decode()
@@ -102,8 +111,12 @@ def test_gitignore_is_respected_by_default(tree):
     result = run_cli("check", ".", cwd=tree)
     assert _where(result.stdout) == ["pkg/keep.py:2:39"]
     everything = run_cli("check", "--no-respect-gitignore", ".", cwd=tree)
-    assert _where(everything.stdout) == ["build/gen.py:2:39", "pkg/buggy.py:2:39", "pkg/keep.py:2:39",
-                                         "pkg/scratch.py:2:39"]
+    assert _where(everything.stdout) == [
+        "build/gen.py:2:39",
+        "pkg/buggy.py:2:39",
+        "pkg/keep.py:2:39",
+        "pkg/scratch.py:2:39",
+    ]
 
 
 @pytest.mark.parametrize("where", ["pyproject", "cli"])
@@ -192,8 +205,7 @@ def test_unsafe_fixes_reach_the_engine_and_count(tree, monkeypatch):
     monkeypatch.chdir(tree)
     plain = CliRunner().invoke(cli, ["check", "--no-cache", "pkg"])
     assert plain.exit_code == 1 and seen == [False]
-    assert plain.output.splitlines()[-1] == (
-        "Found 1 finding. (1 hidden fix can be enabled with `--unsafe-fixes`.)")
+    assert plain.output.splitlines()[-1] == ("Found 1 finding. (1 hidden fix can be enabled with `--unsafe-fixes`.)")
     unsafe = CliRunner().invoke(cli, ["check", "--no-cache", "--unsafe-fixes", "pkg"])
     assert seen == [False, True]
     assert unsafe.output.splitlines()[-1] == "Found 1 finding (1 fixable with `gradgate fix --unsafe-fixes`)."
@@ -205,8 +217,15 @@ def test_text_keeps_one_finding_per_line():
     from gradgate.reporters import render_text
     from gradgate.results import Finding
 
-    finding = Finding(path="a\nb.py", rule="GG001", message="gated on (`torch.is_grad_enabled(\n)`)",
-                      line=3, column=39, end_line=4, end_column=6)
+    finding = Finding(
+        path="a\nb.py",
+        rule="GG001",
+        message="gated on (`torch.is_grad_enabled(\n)`)",
+        line=3,
+        column=39,
+        end_line=4,
+        end_column=6,
+    )
     assert render_text([finding]) == "a\\nb.py:3:39: GG001 gated on (`torch.is_grad_enabled(\\n)`)\n"
 
 
@@ -230,8 +249,9 @@ def test_gitlab_code_quality(tree):
     result = run_cli("check", "--format", "gitlab", "pkg", cwd=tree)
     assert result.returncode == 1
     issues = json.loads(result.stdout)
-    assert [(i["check_name"], i["location"]["path"], i["location"]["positions"]["begin"], i["severity"])
-            for i in issues] == [
+    assert [
+        (i["check_name"], i["location"]["path"], i["location"]["positions"]["begin"], i["severity"]) for i in issues
+    ] == [
         ("GG001", "pkg/buggy.py", {"line": 2, "column": 39}, "major"),
         ("GG001", "pkg/twice.py", {"line": 2, "column": 39}, "major"),
         ("GG001", "pkg/twice.py", {"line": 5, "column": 39}, "major"),
@@ -246,7 +266,8 @@ def test_parse_errors_are_github_annotations(tree):
     assert result.returncode == 2
     assert result.stdout.decode().splitlines()[0] == (
         "::error file=pkg/broken.py,line=1,col=7,title=gradgate error::"
-        "pkg/broken.py: syntax error at 1:7: invalid syntax")
+        "pkg/broken.py: syntax error at 1:7: invalid syntax"
+    )
 
 
 def test_paths_are_relative_to_the_working_directory(tree):
@@ -260,9 +281,15 @@ def test_paths_are_relative_to_the_working_directory(tree):
 @pytest.mark.parametrize(
     ("comment", "silenced"),
     [
-        ("# noqa: GG001", True), ("# noqa:GG001,E501", True), ("# NOQA: gg001", True),
-        ("# noqa", True), ("# noqa: E501", False), ("# noqa: GG0011", False),
-        ("# gradgate: ignore[gg001]", True), ("# gradgate: ignore", True), ("# gradgate: ignore[GG002]", False),
+        ("# noqa: GG001", True),
+        ("# noqa:GG001,E501", True),
+        ("# NOQA: gg001", True),
+        ("# noqa", True),
+        ("# noqa: E501", False),
+        ("# noqa: GG0011", False),
+        ("# gradgate: ignore[gg001]", True),
+        ("# gradgate: ignore", True),
+        ("# gradgate: ignore[GG002]", False),
     ],
 )
 def test_noqa_and_gradgate_ignore(tree, comment, silenced):
@@ -275,21 +302,23 @@ def test_ignore_file(tree):
     assert run_cli("check", "pkg", cwd=tree).returncode == 0
     assert run_cli("check", "-", cwd=tree, input=(tree / "pkg" / "buggy.py").read_bytes()).returncode == 0
     # only as a comment of its own, not inside a string or after code
-    (tree / "pkg" / "buggy.py").write_bytes(b'x = 1  # gradgate: ignore-file\n' + BUGGY)
+    (tree / "pkg" / "buggy.py").write_bytes(b"x = 1  # gradgate: ignore-file\n" + BUGGY)
     assert run_cli("check", "pkg", cwd=tree).returncode == 1
 
 
 def test_add_noqa_is_byte_exact(tree):
-    crlf = (b"# -*- coding: latin-1 -*-\r\n# caf\xe9\r\n"
-            + BUGGY.replace(b"\n", b"\r\n").replace(b"and x\r\n", b"and x  # noqa: E501\r\n")
-            + b"def g(ub_overlap_rs, is_grad_enabled):\r\n    ub_overlap_rs = ub_overlap_rs and (\r\n"
-              b"        is_grad_enabled)  # gradgate: ignore[GG002]\r\n    return ub_overlap_rs")
+    crlf = (
+        b"# -*- coding: latin-1 -*-\r\n# caf\xe9\r\n"
+        + BUGGY.replace(b"\n", b"\r\n").replace(b"and x\r\n", b"and x  # noqa: E501\r\n")
+        + b"def g(ub_overlap_rs, is_grad_enabled):\r\n    ub_overlap_rs = ub_overlap_rs and (\r\n"
+        b"        is_grad_enabled)  # gradgate: ignore[GG002]\r\n    return ub_overlap_rs"
+    )
     (tree / "pkg" / "buggy.py").write_bytes(crlf)
     result = run_cli("check", "--add-noqa", "pkg", cwd=tree)
     assert (result.returncode, result.stderr) == (0, b"Added 2 suppressions in 1 file.\n")
     assert (tree / "pkg" / "buggy.py").read_bytes() == crlf.replace(
-        b"and x  # noqa: E501\r\n", b"and x  # noqa: E501  # gradgate: ignore[GG001]\r\n").replace(
-        b"# gradgate: ignore[GG002]", b"# gradgate: ignore[GG002, GG001]")
+        b"and x  # noqa: E501\r\n", b"and x  # noqa: E501  # gradgate: ignore[GG001]\r\n"
+    ).replace(b"# gradgate: ignore[GG002]", b"# gradgate: ignore[GG002, GG001]")
     assert run_cli("check", "pkg", cwd=tree).returncode == 0
     again = run_cli("check", "--add-noqa", "pkg", cwd=tree)
     assert again.stderr == b"Added 0 suppressions in 0 files.\n"
@@ -299,9 +328,12 @@ def test_json_keeps_fix_edits_when_per_file_ignores_drop_other_findings(tree):
     (tree / "pkg" / "buggy.py").write_bytes(
         b"import torch\ndef f(ub_overlap_ag, x):\n    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled() and x\n"
         b"    return ub_overlap_ag\n\nclass F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
-        b"        if torch.is_grad_enabled():\n            ctx.save_for_backward(x)\n        return x\n")
+        b"        if torch.is_grad_enabled():\n            ctx.save_for_backward(x)\n        return x\n"
+    )
     (tree / "pyproject.toml").write_text('[tool.gradgate]\nper-file-ignores = { "pkg/buggy.py" = ["GG002"] }\n')
     result = run_cli("check", "--format", "json", "pkg", cwd=tree)
     (finding,) = json.loads(result.stdout)
     assert (finding["rule"], finding["fix"]) == (
-        "GG001", {"line": 3, "column": 39, "end_line": 3, "end_column": 67, "content": ""})
+        "GG001",
+        {"line": 3, "column": 39, "end_line": 3, "end_column": 67, "content": ""},
+    )

@@ -22,12 +22,28 @@ pytestmark = pytest.mark.network
 @pytest.fixture(scope="module")
 def deepspeed_0_12_6(tmp_path_factory) -> Path:
     target = tmp_path_factory.mktemp("deepspeed")
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--quiet",
-                    "deepspeed==0.12.6", "-d", str(target)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "--quiet",
+            "deepspeed==0.12.6",
+            "-d",
+            str(target),
+        ],
+        check=True,
+        capture_output=True,
+    )
     (archive,) = target.glob("deepspeed-0.12.6.tar.gz")
     with tarfile.open(archive) as tar:
-        tar.extractall(target, [m for m in tar.getmembers() if m.name.startswith("deepspeed-0.12.6/deepspeed/")],
-                       filter="data")
+        tar.extractall(
+            target, [m for m in tar.getmembers() if m.name.startswith("deepspeed-0.12.6/deepspeed/")], filter="data"
+        )
     return target / "deepspeed-0.12.6"
 
 
@@ -38,4 +54,6 @@ def test_deepspeed_0_12_6_findings(deepspeed_0_12_6, monkeypatch):
         ("deepspeed/ops/transformer/transformer.py", 166, 79, "GG003"),
         ("deepspeed/runtime/zero/parameter_offload.py", 349, 20, "GG004"),
     ]
-    assert "`get_param_coordinator(training=)` is fed grad mode here (`torch._C.is_grad_enabled()`)" in findings[1].message
+    assert (
+        "`get_param_coordinator(training=)` is fed grad mode here (`torch._C.is_grad_enabled()`)" in findings[1].message
+    )

@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
 
 BUGGY = (
@@ -44,11 +43,14 @@ def test_sarif_validates_against_the_oasis_schema(project):
     jsonschema.validate(sarif, json.loads(schema_path.read_text()))
     run = sarif["runs"][0]
     assert sarif["version"] == "2.1.0"
-    assert [r["id"] for r in run["tool"]["driver"]["rules"]][0] == "GG001"
+    assert next(r["id"] for r in run["tool"]["driver"]["rules"]) == "GG001"
     assert [
-        (r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
-         r["locations"][0]["physicalLocation"]["region"]["startLine"],
-         r["locations"][0]["physicalLocation"]["region"]["startColumn"])
+        (
+            r["ruleId"],
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            r["locations"][0]["physicalLocation"]["region"]["startLine"],
+            r["locations"][0]["physicalLocation"]["region"]["startColumn"],
+        )
         for r in run["results"]
     ] == [("GG001", "src/model.py", 4, 39), ("GG001", "src/model.py", 5, 39)]
     fix = run["results"][1]["fixes"][0]["artifactChanges"][0]["replacements"][0]
@@ -64,9 +66,14 @@ def test_sarif_validates_against_the_oasis_schema(project):
             "level": "error",
             "descriptor": {"id": "syntax-error"},
             "message": {"text": "src/broken.py: syntax error at 1:7: invalid syntax"},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": "src/broken.py", "uriBaseId": "%SRCROOT%"},
-                "region": {"startLine": 1, "startColumn": 7}}}],
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": "src/broken.py", "uriBaseId": "%SRCROOT%"},
+                        "region": {"startLine": 1, "startColumn": 7},
+                    }
+                }
+            ],
         }
     ]
     assert "baselineState" not in run["results"][0] and "suppressions" not in run["results"][0]
@@ -83,14 +90,19 @@ def test_sarif_with_a_baseline_carries_baseline_state_and_suppressions(project):
     sarif = json.loads(result.stdout)
     jsonschema.validate(sarif, schema)
     states = [
-        (r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
-         r["locations"][0]["physicalLocation"]["region"]["startLine"], r["baselineState"],
-         [s["kind"] for s in r.get("suppressions", [])])
+        (
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            r["locations"][0]["physicalLocation"]["region"]["startLine"],
+            r["baselineState"],
+            [s["kind"] for s in r.get("suppressions", [])],
+        )
         for r in sarif["runs"][0]["results"]
     ]
     assert states == [
-        ("other.py", 4, "new", []), ("other.py", 5, "new", []),
-        ("src/model.py", 4, "unchanged", ["external"]), ("src/model.py", 5, "unchanged", ["external"]),
+        ("other.py", 4, "new", []),
+        ("other.py", 5, "new", []),
+        ("src/model.py", 4, "unchanged", ["external"]),
+        ("src/model.py", 5, "unchanged", ["external"]),
     ]
 
 
@@ -105,14 +117,17 @@ def test_sarif_reports_findings_silenced_in_the_source_as_suppressed(project, tm
     )
     (project / "src" / "quiet.py").write_text(silenced)
     cache = tmp_path / "cache"
-    runs = [run_cli("check", "--format", "sarif", "--cache-dir", str(cache), "src/quiet.py", cwd=project)
-            for _ in range(2)]  # cold, then warm: the cache keeps what was silenced
+    runs = [
+        run_cli("check", "--format", "sarif", "--cache-dir", str(cache), "src/quiet.py", cwd=project) for _ in range(2)
+    ]  # cold, then warm: the cache keeps what was silenced
     for result in runs:
         assert result.returncode == 0  # a silenced finding fails nothing
         sarif = json.loads(result.stdout)
         jsonschema.validate(sarif, schema)
-        assert [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"], r["suppressions"])
-                for r in sarif["runs"][0]["results"]] == [("GG001", 2, [{"kind": "inSource", "status": "accepted"}])]
+        assert [
+            (r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"], r["suppressions"])
+            for r in sarif["runs"][0]["results"]
+        ] == [("GG001", 2, [{"kind": "inSource", "status": "accepted"}])]
     assert run_cli("check", "--format", "json", "src/quiet.py", cwd=project).stdout.strip() == b"[]"
 
 
@@ -164,8 +179,12 @@ def test_pyproject_extra_patterns_and_sources(project):
 def test_cli_flags_override_pyproject(project):
     (project / "pyproject.toml").write_text('[tool.gradgate]\nignore = ["GG001"]\n')
     assert run_cli("check", "src", cwd=project).returncode == 0
-    assert run_cli("check", "--select", "GG001", "--config", str(project / "pyproject.toml"),
-                   "src", cwd=project).returncode == 0  # ignore still applies to selected
+    assert (
+        run_cli(
+            "check", "--select", "GG001", "--config", str(project / "pyproject.toml"), "src", cwd=project
+        ).returncode
+        == 0
+    )  # ignore still applies to selected
     (project / "pyproject.toml").write_text('[tool.gradgate]\nselect = ["GG001"]\n')
     assert run_cli("check", "--ignore", "GG001", "src", cwd=project).returncode == 0
     assert run_cli("check", "src", cwd=project).returncode == 1
@@ -216,8 +235,10 @@ def test_baseline_survives_unrelated_edits_and_catches_new_findings(project):
     model.write_text("# a new header comment\n\n" + BUGGY.replace("return", "x = 1\n    return"))
     assert run_cli("check", "--baseline", str(baseline), "src", cwd=project).returncode == 0
 
-    model.write_text(model.read_text() + "\n\ndef g(ub_overlap_ag, is_grad_enabled):\n"
-                     "    ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n")
+    model.write_text(
+        model.read_text() + "\n\ndef g(ub_overlap_ag, is_grad_enabled):\n"
+        "    ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n"
+    )
     result = run_cli("check", "--format", "json", "--baseline", str(baseline), "src", cwd=project)
     assert result.returncode == 1
     assert _json(result) == [("src/model.py", 13, "GG001")]
@@ -290,8 +311,10 @@ def test_report_unused_ignores(project):
     assert run_cli("check", "src", cwd=project).returncode == 0
     result = run_cli("check", "--format", "json", "--report-unused-ignores", "src", cwd=project)
     assert result.returncode == 1
-    assert [(f["path"].replace(os.sep, "/"), f["line"], f["column"], f["rule"], f["message"])
-            for f in json.loads(result.stdout)] == [
+    assert [
+        (f["path"].replace(os.sep, "/"), f["line"], f["column"], f["rule"], f["message"])
+        for f in json.loads(result.stdout)
+    ] == [
         ("src/model.py", 3, 16, "GG100", "unused suppression `# gradgate: ignore[GG001]`: nothing is reported here"),
         ("src/other.py", 1, 8, "GG100", "unused suppression `# gradgate: ignore`: nothing is reported here"),
     ]

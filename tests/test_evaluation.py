@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 
@@ -20,8 +19,9 @@ def test_precision_and_recall_are_one_on_all_packages(tmp_path):
     cache = os.environ.get("GRADGATE_TEST_CACHE")
     if cache:
         command += ["--cache", os.path.join(cache, "eval")]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    result = subprocess.run(
+        command, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     numbers = json.loads(out.read_text())
     assert numbers["missed"] == [] and numbers["false_positives"] == [] and numbers["errors"] == []
@@ -33,5 +33,7 @@ def test_precision_and_recall_are_one_on_all_packages(tmp_path):
         "nemo-toolkit": (0, 0),
     }
     assert {rule: (r["labelled_bugs"], r["found"]) for rule, r in numbers["rules"].items()} == {
-        "GG001": (4, 4), "GG002": (0, 0), "GG003": (2, 2),
+        "GG001": (4, 4),
+        "GG002": (0, 0),
+        "GG003": (2, 2),
     }

@@ -33,11 +33,15 @@ LNM = "transformer_engine/pytorch/module/layernorm_mlp.py"
 
 
 # -- the lint path never imports torch ---------------------------------------------------
+#: refuses torch and transformer_engine, and remembers each attempt: an import whose
+#: ImportError is caught (``try: import torch``) is still an import the lint path made
 BLOCK_TORCH = """
 import sys
 class _Block:
+    tried = []
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in ("torch", "transformer_engine"):
+            _Block.tried.append(name)
             raise ImportError(f"blocked import of {name}")
         return None
 sys.meta_path.insert(0, _Block())
@@ -64,7 +68,7 @@ def test_launcher_and_lint_path_import_without_torch(tmp_path):
         f"    cli.main(['check', {str(tmp_path / 'm.py')!r}], prog_name='gradgate')\n"
         "except SystemExit as exc:\n"
         "    print('exit', exc.code)\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformer_engine')))\n"
+        "print(sorted({*_Block.tried, *(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformer_engine'))}))\n"
     )
     proc = _python(code, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -73,8 +77,9 @@ def test_launcher_and_lint_path_import_without_torch(tmp_path):
 
 def test_no_module_outside_the_harness_and_witness_imports_torch():
     offenders = []
-    files = [p for p in (ROOT / "gradgate").rglob("*.py")
-             if not {"harness", "witness"} & set(p.relative_to(ROOT).parts)]
+    files = [
+        p for p in (ROOT / "gradgate").rglob("*.py") if not {"harness", "witness"} & set(p.relative_to(ROOT).parts)
+    ]
     files += list((ROOT / "rules").rglob("*.py"))
     for path in files:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -83,7 +88,9 @@ def test_no_module_outside_the_harness_and_witness_imports_torch():
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module]
-            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in ("torch", "transformer_engine")]
+            offenders += [
+                f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in ("torch", "transformer_engine")
+            ]
     assert files and offenders == []
 
 
@@ -100,12 +107,22 @@ def _torch_importing(folder: Path) -> set[str]:
 
 def test_harness_modules_that_import_torch_are_only_the_rank_side():
     assert _torch_importing(ROOT / "gradgate" / "harness") == {
-        "probe.py", "rank_setup.py", "rank_cases.py", "rank_perf.py"}
+        "probe.py",
+        "rank_setup.py",
+        "rank_cases.py",
+        "rank_perf.py",
+    }
 
 
 def test_witness_modules_that_import_torch_are_only_the_recording_side():
     assert _torch_importing(ROOT / "gradgate" / "witness") == {
-        "collectives.py", "compare.py", "modes.py", "pytest_plugin.py", "rank.py", "recorder.py"}
+        "collectives.py",
+        "compare.py",
+        "modes.py",
+        "pytest_plugin.py",
+        "rank.py",
+        "recorder.py",
+    }
 
 
 # -- overlay from the real TE 2.20.2 wheel -----------------------------------------------
@@ -232,8 +249,11 @@ def test_overlay_refuses_to_write_over_the_installed_package(tmp_path):
 
 
 def test_shared_library_names():
-    assert [n for n in ("a.so", "libb.so.12", "c.cpython-312-x86_64-linux-gnu.so", "d.py", "e.sol", "f.dylib")
-            if overlay.is_shared_library(n)] == ["a.so", "libb.so.12", "c.cpython-312-x86_64-linux-gnu.so", "f.dylib"]
+    assert [
+        n
+        for n in ("a.so", "libb.so.12", "c.cpython-312-x86_64-linux-gnu.so", "d.py", "e.sol", "f.dylib")
+        if overlay.is_shared_library(n)
+    ] == ["a.so", "libb.so.12", "c.cpython-312-x86_64-linux-gnu.so", "f.dylib"]
 
 
 # -- the click command --------------------------------------------------------------------
@@ -264,8 +284,17 @@ def _rank_args(variant: str, output: str, perf: bool, nproc_perf_shapes: str = D
 
 
 def _torchrun(nproc: int, rank_args: list[str]) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-            f"--nproc-per-node={nproc}", "-m", "gradgate.harness", *rank_args]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nnodes=1",
+        f"--nproc-per-node={nproc}",
+        "-m",
+        "gradgate.harness",
+        *rank_args,
+    ]
 
 
 def _invoke(args, env=None):
@@ -280,7 +309,7 @@ def test_dry_run_both_builds_two_torchrun_lines(tmp_path):
     assert shlex.split(stock_line) == _torchrun(4, _rank_args("stock", out, perf=False))
     prefix = "PYTHONPATH=/ov:$PYTHONPATH "
     assert fixed_line.startswith(prefix)
-    assert shlex.split(fixed_line[len(prefix):]) == _torchrun(4, _rank_args("fixed", out, perf=True))
+    assert shlex.split(fixed_line[len(prefix) :]) == _torchrun(4, _rank_args("fixed", out, perf=True))
 
 
 def test_dry_run_selections_and_no_perf(tmp_path):
@@ -301,11 +330,24 @@ def test_dry_run_selections_and_no_perf(tmp_path):
 
 
 def test_dry_run_perf_shapes_go_to_the_last_run_only(tmp_path):
-    result = _invoke(["--nproc-per-node", "2", "--output", str(tmp_path), "--dry-run",
-                      "--perf-shapes", "4096x8192, 2048X2048", "--perf-recipes", "fp8_delayed_scaling"])
+    result = _invoke(
+        [
+            "--nproc-per-node",
+            "2",
+            "--output",
+            str(tmp_path),
+            "--dry-run",
+            "--perf-shapes",
+            "4096x8192, 2048X2048",
+            "--perf-recipes",
+            "fp8_delayed_scaling",
+        ]
+    )
     assert result.exit_code == 0, result.output
-    stock, fixed = (shlex.split(line.split(" ", 1)[1]) if line.startswith("PYTHONPATH=") else shlex.split(line)
-                    for line in result.output.splitlines())
+    stock, fixed = (
+        shlex.split(line.split(" ", 1)[1]) if line.startswith("PYTHONPATH=") else shlex.split(line)
+        for line in result.output.splitlines()
+    )
     assert "--perf-shapes" not in stock
     assert fixed[fixed.index("--perf-shapes") + 1] == "4096x8192,2048x2048"
     assert fixed[fixed.index("--perf-recipes") + 1] == "fp8_delayed_scaling"
@@ -335,11 +377,16 @@ def test_no_gpus_is_exit_2(tmp_path):
         (["--nproc-per-node", "1"], "Invalid value for '--nproc-per-node': 1 is not in the range x>=2."),
         (["--nproc-per-node", "two"], "Invalid value for '--nproc-per-node': 'two' is not a valid integer"),
         (["--te", "patched"], "Invalid value for '--te': 'patched' is not one of 'stock', 'fixed', 'both'."),
-        (["--recipes", "fp9"], "Invalid value for '--recipes': unknown recipe 'fp9'; choose from bf16, "
-                               "fp8_delayed_scaling, fp8_current_scaling, mxfp8, nvfp4 or all"),
+        (
+            ["--recipes", "fp9"],
+            "Invalid value for '--recipes': unknown recipe 'fp9'; choose from bf16, "
+            "fp8_delayed_scaling, fp8_current_scaling, mxfp8, nvfp4 or all",
+        ),
         (["--modes", ""], "Invalid value for '--modes': no mode given"),
-        (["--perf-shapes", "4096by8192"], "Invalid value for '--perf-shapes': bad perf shape '4096by8192': "
-                                          "expected HIDDENxSEQ, e.g. 4096x8192"),
+        (
+            ["--perf-shapes", "4096by8192"],
+            "Invalid value for '--perf-shapes': bad perf shape '4096by8192': expected HIDDENxSEQ, e.g. 4096x8192",
+        ),
         (["--seq-length", "2050"], "sequence 2050 is not divisible by TP size 4"),
         (["--perf-repeats", "0"], "Invalid value for '--perf-repeats': 0 is not in the range x>=1."),
     ],
@@ -354,13 +401,20 @@ def test_rank_environment_puts_the_overlay_first():
     env = launcher.rank_environment(Path("/ov"), ub_multicast=False, base={"PYTHONPATH": "/a:/b", "UB_SKIPMC": "0"})
     assert env["PYTHONPATH"] == "/ov:/a:/b"
     assert (env["CUDA_DEVICE_MAX_CONNECTIONS"], env["UB_SKIPMC"], env["PYTHONUNBUFFERED"]) == ("1", "1", "1")
-    stock = launcher.rank_environment(None, ub_multicast=True, base={"UB_SKIPMC": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "8"})
+    stock = launcher.rank_environment(
+        None, ub_multicast=True, base={"UB_SKIPMC": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "8"}
+    )
     assert (stock["PYTHONPATH"], stock["CUDA_DEVICE_MAX_CONNECTIONS"], "UB_SKIPMC" in stock) == ("", "8", False)
 
 
 def test_perf_shape_parsing():
     assert [s.label for s in parse_perf_shapes(DEFAULT_PERF_SHAPES)] == [
-        "2048x2048", "2048x8192", "4096x4096", "4096x8192", "8192x8192", "8192x16384",
+        "2048x2048",
+        "2048x8192",
+        "4096x4096",
+        "4096x8192",
+        "8192x8192",
+        "8192x16384",
     ]
     assert parse_perf_shapes(" , ") == ()
 
@@ -403,12 +457,16 @@ def test_committed_report_shows_the_bug_and_the_fix(recorded):
             assert [f["overlap_used"] for f in stock["no_grad"]["forwards"]] == [False]
             assert [f["overlap_used"] for f in stock["grad"]["forwards"]] == [True]
             assert [(f["phase"], f["overlap_used"]) for f in stock["checkpoint_reentrant"]["forwards"]] == [
-                ("first_forward", False), ("recompute", True)]
+                ("first_forward", False),
+                ("recompute", True),
+            ]
             for case in fixed.values():
                 assert case["overlap_used"] and case["matches_reference"], case
                 assert all(f["overlap_used"] for f in case["forwards"])
             assert [(f["phase"], f["grad_enabled"]) for f in fixed["checkpoint_reentrant"]["forwards"]] == [
-                ("first_forward", False), ("recompute", True)]
+                ("first_forward", False),
+                ("recompute", True),
+            ]
             if recipe == "bf16":
                 assert all(c["bitwise_equal"] and c["max_abs_diff"] == 0.0 for c in fixed.values())
         for recipe in ("mxfp8", "nvfp4"):
@@ -434,8 +492,11 @@ def test_verdicts_and_exit_code_of_the_recorded_run(recorded):
 
 def test_fixed_te_missing_the_overlap_path_fails(recorded):
     broken = copy.deepcopy(recorded)
-    case = next(c for c in broken["cases"] if (c["te"], c["module"], c["recipe"], c["mode"])
-                == ("fixed", "LayerNormMLP", "bf16", "checkpoint_reentrant"))
+    case = next(
+        c
+        for c in broken["cases"]
+        if (c["te"], c["module"], c["recipe"], c["mode"]) == ("fixed", "LayerNormMLP", "bf16", "checkpoint_reentrant")
+    )
     case["forwards"][0]["overlap_used"] = False
     case["overlap_used"] = False
     assert report.case_verdict(case) == ("FAIL", "overlap path NOT taken in first_forward")
@@ -448,7 +509,9 @@ def test_divergence_or_error_fails(recorded):
     case = next(c for c in broken["cases"] if c["te"] == "fixed" and c["recipe"] == "fp8_delayed_scaling")
     case.update(matches_reference=False, bitwise_equal=False, max_abs_diff=0.5)
     assert report.case_verdict(case) == (
-        "FAIL", "diverges from the reference: max |diff| 0.5 (atol 0.0625, rtol 0.125)")
+        "FAIL",
+        "diverges from the reference: max |diff| 0.5 (atol 0.0625, rtol 0.125)",
+    )
     assert report.exit_code(broken) == 1
     stock = copy.deepcopy(recorded)
     stock["run_errors"] = {"stock": "torchrun exited with code 1"}
@@ -461,22 +524,39 @@ def test_committed_markdown_is_rendered_from_committed_json(recorded):
     assert md == (VALIDATION / "report.md").read_text()
     assert "```\ngradgate harness --te both --output docs/validation --timeout 240\n```" in md
     assert "| LayerNormLinear | bf16 | no_grad | **no** | bitwise | yes | bitwise | 0 / 0 | BUG / PASS |" in md
-    assert ("| LayerNormMLP | fp8_current_scaling | checkpoint_reentrant | first_forward: **no**, recompute: yes | "
-            "bitwise | first_forward: yes, recompute: yes | bitwise | 0 / 0 | BUG / PASS |") in md
+    assert (
+        "| LayerNormMLP | fp8_current_scaling | checkpoint_reentrant | first_forward: **no**, recompute: yes | "
+        "bitwise | first_forward: yes, recompute: yes | bitwise | 0 / 0 | BUG / PASS |"
+    ) in md
     assert "- `transformer_engine/pytorch/module/layernorm_linear.py`: lines 213 -> 213" in md
     assert "\n-        ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n" in md
     assert "\n+        ub_overlap_rs = ub_overlap_rs\n" in md
     perf_rows = [line for line in md.splitlines() if line.startswith(("| LayerNormLinear | bf16 | 4096 | 8192 |",))]
-    entry = next(e for e in recorded["performance"]
-                 if (e["module"], e["recipe"], e["hidden"], e["seq"]) == ("LayerNormLinear", "bf16", 4096, 8192))
+    entry = next(
+        e
+        for e in recorded["performance"]
+        if (e["module"], e["recipe"], e["hidden"], e["seq"]) == ("LayerNormLinear", "bf16", 4096, 8192)
+    )
     assert len(perf_rows) == 1 and f"| {entry['speedup']:.3f}x (" in perf_rows[0]
     assert md.rstrip().endswith("![speedup of the overlap path under no_grad](speedup.png)")
     assert (VALIDATION / "speedup.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_dry_run_non_reentrant_mode(tmp_path):
-    result = _invoke(["--te", "fixed", "--nproc-per-node", "2", "--output", str(tmp_path), "--dry-run", "--no-perf",
-                      "--modes", "checkpoint_non_reentrant,no_grad"])
+    result = _invoke(
+        [
+            "--te",
+            "fixed",
+            "--nproc-per-node",
+            "2",
+            "--output",
+            str(tmp_path),
+            "--dry-run",
+            "--no-perf",
+            "--modes",
+            "checkpoint_non_reentrant,no_grad",
+        ]
+    )
     assert result.exit_code == 0, result.output
     argv = shlex.split(result.output.split(" ", 1)[1])
     assert argv[argv.index("--modes") + 1] == "no_grad,checkpoint_non_reentrant"
@@ -495,8 +575,10 @@ def test_markdown_with_the_non_reentrant_mode(recorded):
             added["overlap_used"] = True
         extended["cases"].append(added)
     md = report.render_markdown(extended)
-    assert ("`checkpoint_non_reentrant` (`torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`, early stop off: "
-            "a first forward with grad, then a full recompute with grad during backward; both must take the overlap path).") in md
+    assert (
+        "`checkpoint_non_reentrant` (`torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`, early stop off: "
+        "a first forward with grad, then a full recompute with grad during backward; both must take the overlap path)."
+    ) in md
     rows = [line for line in md.splitlines() if line.startswith("| LayerNormLinear | bf16 | checkpoint")]
     assert rows == [
         "| LayerNormLinear | bf16 | checkpoint_reentrant | first_forward: **no**, recompute: yes | bitwise | "
@@ -528,8 +610,10 @@ def test_launcher_runs_torchrun_per_variant_and_reports(recorded, tmp_path, monk
     rank-0 result (what `python -m gradgate.harness` writes) of the stock run."""
     raw = {
         "te": "stock",
-        "environment": {**recorded["environment"],
-                        "transformer_engine_path": recorded["environment"]["transformer_engine_paths"]["stock"]},
+        "environment": {
+            **recorded["environment"],
+            "transformer_engine_path": recorded["environment"]["transformer_engine_paths"]["stock"],
+        },
         "cases": [c for c in recorded["cases"] if c["te"] == "stock"],
         "performance": [],
         "complete": True,

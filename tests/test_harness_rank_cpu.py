@@ -102,10 +102,21 @@ def _run(monkeypatch, gated: bool, label: str) -> list[dict]:
         monkeypatch.setitem(sys.modules, name, ns)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
     monkeypatch.setattr(torch.cuda, "manual_seed", lambda seed: None)
-    args = argparse.Namespace(te_label=label, hidden_size=32, seq_length=32, batch_size=2, seed=1234,
-                              result_file=Path("unused"))
-    ctx = RankContext(args, rank=0, world=1, local_rank=0, result={}, device=torch.device("cpu"),
-                      tp_group=dist.group.WORLD, tp=1, te=te, probe=OverlapProbe())
+    args = argparse.Namespace(
+        te_label=label, hidden_size=32, seq_length=32, batch_size=2, seed=1234, result_file=Path("unused")
+    )
+    ctx = RankContext(
+        args,
+        rank=0,
+        world=1,
+        local_rank=0,
+        result={},
+        device=torch.device("cpu"),
+        tp_group=dist.group.WORLD,
+        tp=1,
+        te=te,
+        probe=OverlapProbe(),
+    )
     ctx.probe.install()
     try:
         cases = []
@@ -125,8 +136,10 @@ def test_modes_include_non_reentrant_checkpointing():
 
 def test_stock_stand_in_reproduces_the_bug_in_each_mode(monkeypatch, one_rank):
     cases = _run(monkeypatch, gated=True, label="stock")
-    seen = {(c["module"], c["mode"]): [(f["phase"], f["grad_enabled"], f["overlap_used"]) for f in c["forwards"]]
-            for c in cases}
+    seen = {
+        (c["module"], c["mode"]): [(f["phase"], f["grad_enabled"], f["overlap_used"]) for f in c["forwards"]]
+        for c in cases
+    }
     for module in ("LayerNormLinear", "LayerNormMLP"):
         assert seen[module, "no_grad"] == [("forward", False, False)]
         assert seen[module, "grad"] == [("forward", True, True)]
@@ -135,8 +148,12 @@ def test_stock_stand_in_reproduces_the_bug_in_each_mode(monkeypatch, one_rank):
         assert seen[module, "checkpoint_non_reentrant"] == [("first_forward", True, True), ("recompute", True, True)]
     verdicts = {(c["module"], c["mode"]): report.case_verdict(c)[0] for c in cases}
     assert verdicts == {
-        (m, mode): {"no_grad": "BUG", "grad": "OK", "checkpoint_reentrant": "BUG", "checkpoint_non_reentrant": "OK"}[mode]
-        for m in ("LayerNormLinear", "LayerNormMLP") for mode in MODES}
+        (m, mode): {"no_grad": "BUG", "grad": "OK", "checkpoint_reentrant": "BUG", "checkpoint_non_reentrant": "OK"}[
+            mode
+        ]
+        for m in ("LayerNormLinear", "LayerNormMLP")
+        for mode in MODES
+    }
     mlp = next(c for c in cases if (c["module"], c["mode"]) == ("LayerNormMLP", "checkpoint_non_reentrant"))
     assert [(f["ag_fill_calls"], f["ag_gemm_calls"], f["rs_gemm_calls"]) for f in mlp["forwards"]] == [(1, 1, 1)] * 2
     assert all(c["matches_reference"] and c["bitwise_equal"] and c["reference_userbuffers_calls"] == 0 for c in cases)
@@ -154,11 +171,12 @@ def test_fixed_stand_in_passes_in_each_mode(monkeypatch, one_rank):
 
 
 def test_probe_restores_the_namespaces(monkeypatch):
-    te, namespaces = _fake_te(gated=True)
+    _te, namespaces = _fake_te(gated=True)
     for name, ns in namespaces.items():
         monkeypatch.setitem(sys.modules, name, ns)
-    before = {name: (ns.get_ub, ns.fill_userbuffers_buffer_for_all_gather, ns.general_gemm)
-              for name, ns in namespaces.items()}
+    before = {
+        name: (ns.get_ub, ns.fill_userbuffers_buffer_for_all_gather, ns.general_gemm) for name, ns in namespaces.items()
+    }
     probe = OverlapProbe().install()
     lnl = namespaces[LNL_NS]
     assert lnl.general_gemm is not before[LNL_NS][2] and lnl.general_gemm.__wrapped__ is before[LNL_NS][2]
@@ -169,5 +187,6 @@ def test_probe_restores_the_namespaces(monkeypatch):
     # outside a watched forward: the backward's calls
     assert dict(probe.outside_forward) == {"get_ub:qkv_fprop": 1, "fill_ag:qkv_fprop": 1, "gemm_RS:qkv_fprop": 1}
     probe.uninstall()
-    assert {name: (ns.get_ub, ns.fill_userbuffers_buffer_for_all_gather, ns.general_gemm)
-            for name, ns in namespaces.items()} == before
+    assert {
+        name: (ns.get_ub, ns.fill_userbuffers_buffer_for_all_gather, ns.general_gemm) for name, ns in namespaces.items()
+    } == before

@@ -10,7 +10,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 
@@ -41,8 +40,9 @@ def test_the_documented_pre_commit_rev_is_a_commit_of_this_repository():
     except FileNotFoundError:
         pytest.skip("git is not installed")
     if found.returncode != 0:
-        shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT,
-                                 capture_output=True, text=True)
+        shallow = subprocess.run(
+            ["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True, text=True
+        )
         if shallow.returncode != 0 or shallow.stdout.strip() == "true":
             pytest.skip("not a full git clone: the commit cannot be looked up")
     assert found.returncode == 0, f"docs/pre-commit.md names rev {rev}, which is not a commit here"
@@ -66,21 +66,36 @@ def test_version_licence_and_metadata_in_one_place():
 
 @pytest.mark.network  # the build backend (setuptools>=77) is fetched into an isolated environment
 def test_sdist_carries_what_its_tests_need(tmp_path):
-    built = subprocess.run([sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(ROOT)],
-                           capture_output=True, text=True)
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(ROOT)], capture_output=True, text=True
+    )
     assert built.returncode == 0, built.stderr[-2000:]
     (sdist,) = tmp_path.glob("gradgate-*.tar.gz")
     with tarfile.open(sdist) as archive:
         names = {Path(*Path(n).parts[1:]).as_posix() for n in archive.getnames()}
         archive.extractall(tmp_path / "x", filter="data")
-    for needed in ("LICENSE", "README.md", ".pre-commit-hooks.yaml", "tests/conftest.py",
-                   "tests/data/sarif-schema-2.1.0.json", "tests/data/README.md", "tests/fixtures/gg001",
-                   "docs/rules/GG001.md", "docs/editors.md", "examples/overlap_forward.py", "eval/labels.csv",
-                   "rules/gg100_unused_suppression.py"):
+    for needed in (
+        "LICENSE",
+        "README.md",
+        ".pre-commit-hooks.yaml",
+        "tests/conftest.py",
+        "tests/data/sarif-schema-2.1.0.json",
+        "tests/data/README.md",
+        "tests/fixtures/gg001",
+        "docs/rules/GG001.md",
+        "docs/editors.md",
+        "examples/overlap_forward.py",
+        "eval/labels.csv",
+        "rules/gg100_unused_suppression.py",
+    ):
         assert needed in names or any(n.startswith(needed + "/") for n in names), needed
     (root,) = (tmp_path / "x").iterdir()
-    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
-                               cwd=root, capture_output=True, text=True,
-                               env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "HOME": str(tmp_path)})
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "HOME": str(tmp_path)},
+    )
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-2000:]
     assert "error" not in collected.stdout.splitlines()[-1]

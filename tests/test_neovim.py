@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 pytest.importorskip("pygls")
@@ -34,7 +33,11 @@ def test_neovim_receives_the_two_layernorm_mlp_findings(te_sources, tmp_path):
     }
     result = subprocess.run(
         ["nvim", "--headless", "-u", "NONE", "-i", "NONE", "-c", f"luafile {SCRIPT}"],
-        cwd=te_sources, env=env, capture_output=True, timeout=120, stdin=subprocess.DEVNULL,
+        cwd=te_sources,
+        env=env,
+        capture_output=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     found = json.loads(out.read_text())

@@ -29,8 +29,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
-
-from gradgate.engine import lint_source
 from strategies import (
     CONFIG,
     encode_variant,
@@ -40,14 +38,14 @@ from strategies import (
     verify,
 )
 
+from gradgate.engine import lint_source
+
 hypothesmith = pytest.importorskip("hypothesmith")
 
 #: Shrinking a failure can take minutes (each step runs the engine several times), so
 #: CI reports the failing example as found; GRADGATE_SHRINK=1 shrinks it to a minimal one.
-_PHASES = tuple(Phase) if os.environ.get("GRADGATE_SHRINK") == "1" else (
-    Phase.explicit, Phase.reuse, Phase.generate)
-CI = settings(max_examples=50, deadline=None, database=None, phases=_PHASES,
-              suppress_health_check=list(HealthCheck))
+_PHASES = tuple(Phase) if os.environ.get("GRADGATE_SHRINK") == "1" else (Phase.explicit, Phase.reuse, Phase.generate)
+CI = settings(max_examples=50, deadline=None, database=None, phases=_PHASES, suppress_health_check=list(HealthCheck))
 SLOW = settings(CI, max_examples=20)
 
 
@@ -62,13 +60,13 @@ def _assert_expected_findings(program, variant, data: bytes) -> None:
     found = {(f.line, f.column): f for f in result.findings}
     want = {(e.line + variant.line_shift, e.column): e for e in program.expected}
     assert set(found) == set(want), (
-        f"reported {sorted(found)}, planted {sorted(want)} "
-        f"({[(e.shape, e.read) for e in program.expected]})\n{data!r}")
+        f"reported {sorted(found)}, planted {sorted(want)} ({[(e.shape, e.read) for e in program.expected]})\n{data!r}"
+    )
     for key, expected in want.items():
         finding = found[key]
         assert finding.rule == "GG001", finding
         if finding.end_line == finding.line:
-            assert finding.source_line[finding.column - 1:finding.end_column - 1] == expected.read
+            assert finding.source_line[finding.column - 1 : finding.end_column - 1] == expected.read
         applicability = finding.applicability.value if finding.applicability else "none"
         if expected.fix != "any":
             assert applicability == expected.fix, (expected, finding, data)
@@ -91,7 +89,8 @@ def test_generated_programs(program, data):
     _fail_on(outcome, variant.data)
     _assert_expected_findings(program, variant, variant.data)
     assert outcome.fixed == sum(e.fix == "safe" for e in program.expected) or any(
-        e.fix == "any" for e in program.expected)
+        e.fix == "any" for e in program.expected
+    )
 
 
 # -- hypothesmith -----------------------------------------------------------------
@@ -147,8 +146,11 @@ def test_byte_mutations_of_programs(program, data):
     for _ in range(data.draw(st.integers(1, 6))):
         op = data.draw(st.sampled_from(["flip", "insert", "delete"]))
         at = data.draw(st.integers(0, max(len(raw) - 1, 0)))
-        byte = data.draw(st.sampled_from([0, 0x0C, 0x0D, 0x0A, 0x09, 0x20, 0x28, 0x29, 0x5C,
-                                          0x23, 0x22, 0x80, 0xFF, 0xC3, 0xE9, 0xEF]))
+        byte = data.draw(
+            st.sampled_from(
+                [0, 0x0C, 0x0D, 0x0A, 0x09, 0x20, 0x28, 0x29, 0x5C, 0x23, 0x22, 0x80, 0xFF, 0xC3, 0xE9, 0xEF]
+            )
+        )
         if op == "flip" and raw:
             raw[at] = byte
         elif op == "insert":
@@ -164,9 +166,9 @@ def _and_assign_sites(tree) -> int:
     import ast
 
     return sum(
-        1 for node in ast.walk(tree)
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.BoolOp)
-        and isinstance(node.value.op, ast.And)
+        1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.BoolOp) and isinstance(node.value.op, ast.And)
     )
 
 
@@ -213,20 +215,29 @@ def test_planted_gate_in_te_is_reported_and_fix_removes_exactly_it(te_files, dat
     # (not `backward`, `step`, ... : Config.non_forward_functions), not in a class's
     # backward-only code
     forward = [
-        f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and not CONFIG.non_forward_re.search(f.name)
+        f
+        for f in ast.walk(tree)
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and not CONFIG.non_forward_re.search(f.name)
     ]
     sites = [
-        node for f in forward for node in f.body
-        if isinstance(node, ast.Assign) and len(node.targets) == 1
+        node
+        for f in forward
+        for node in f.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
         and isinstance(node.targets[0], ast.Name)
-        and isinstance(node.value, ast.BoolOp) and isinstance(node.value.op, ast.And)
+        and isinstance(node.value, ast.BoolOp)
+        and isinstance(node.value.op, ast.And)
     ]
     assume(sites)
     node = data.draw(st.sampled_from(sites), label="site")
-    operand = data.draw(st.sampled_from(
-        [v for v in node.value.values if isinstance(v, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))]
-        or [None]), label="operand")
+    operand = data.draw(
+        st.sampled_from(
+            [v for v in node.value.values if isinstance(v, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))]
+            or [None]
+        ),
+        label="operand",
+    )
     assume(operand is not None)
     lines = source.splitlines(keepends=True)
     target = node.targets[0]
@@ -291,6 +302,8 @@ def test_cli_fix_leaves_clean_files_byte_identical(tmp_path_factory, files, data
         changes = result.fixed is not None
         expected[path] = (result.fixed if changes else content, changes, os.stat(path).st_ino)
     result = CliRunner().invoke(cli, ["fix", str(root)])
+    # CliRunner turns an exception into exit code 1 too: a crash is not a finding left
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code in (0, 1), result.output
     for path, (content, changes, inode) in expected.items():
         assert path.read_bytes() == content, path.name
@@ -301,14 +314,18 @@ def test_cli_fix_leaves_clean_files_byte_identical(tmp_path_factory, files, data
 
 
 # -- regressions found by the generators (deterministic) ---------------------------------
-@pytest.mark.parametrize("data", [
-    # v2: the self-assignment goes, `&=` goes, `or` is report-only, a redundant read is silent
-    b"def f(ub_overlap_rs, is_grad_enabled):\n    ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n    return 1\n",
-    b"import torch\ndef f(ub_overlap_ag):\n    ub_overlap_ag &= torch.is_grad_enabled()\n    return 1\n",
-    b"import torch\ndef f(ub_overlap_ag):\n    ub_overlap_ag = ub_overlap_ag or torch.is_grad_enabled()\n",
-    b"import torch\ndef f(flag_ag, x):\n    flag_ag = flag_ag and (x and torch.is_grad_enabled())\n"
-    b"    flag_ag = flag_ag and (torch.is_grad_enabled() or x)\n",
-], ids=["self-assignment", "augassign", "or-report-only", "redundant-read"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        # v2: the self-assignment goes, `&=` goes, `or` is report-only, a redundant read is silent
+        b"def f(ub_overlap_rs, is_grad_enabled):\n    ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n    return 1\n",
+        b"import torch\ndef f(ub_overlap_ag):\n    ub_overlap_ag &= torch.is_grad_enabled()\n    return 1\n",
+        b"import torch\ndef f(ub_overlap_ag):\n    ub_overlap_ag = ub_overlap_ag or torch.is_grad_enabled()\n",
+        b"import torch\ndef f(flag_ag, x):\n    flag_ag = flag_ag and (x and torch.is_grad_enabled())\n"
+        b"    flag_ag = flag_ag and (torch.is_grad_enabled() or x)\n",
+    ],
+    ids=["self-assignment", "augassign", "or-report-only", "redundant-read"],
+)
 def test_fixed_findings_are_really_removed(data):
     """``fixed_findings`` (what ``Fixed N findings`` counts) holds exactly the fixable
     findings, and the fixed tree is the oracle's."""
@@ -316,10 +333,14 @@ def test_fixed_findings_are_really_removed(data):
     _fail_on(outcome, data)
 
 
-@pytest.mark.parametrize("data", [
-    b"\x0cimport torch\nub_overlap_ag = ub_overlap_ag and is_grad_enabled\nx = 1\n",
-    b"\xef\xbb\xbf\x0cx = 1\nub_overlap_ag = ub_overlap_ag and is_grad_enabled\nx = 1\n",
-], ids=["form-feed-first-line", "bom-form-feed"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x0cimport torch\nub_overlap_ag = ub_overlap_ag and is_grad_enabled\nx = 1\n",
+        b"\xef\xbb\xbf\x0cx = 1\nub_overlap_ag = ub_overlap_ag and is_grad_enabled\nx = 1\n",
+    ],
+    ids=["form-feed-first-line", "bom-form-feed"],
+)
 def test_fast_path_and_whole_module_agree(data):
     """lint_source(prefilter=False) gives the same findings and fixes as the fast path:
     both parse only the fixed statement with LibCST, so a leading form feed stays."""
@@ -329,19 +350,25 @@ def test_fast_path_and_whole_module_agree(data):
     assert fast.findings == whole.findings and len(fast.findings) == 1
     fast_fix = lint_source("t.py", data, CONFIG, fix=True)
     whole_fix = lint_source("t.py", data, CONFIG, fix=True, prefilter=False)
-    assert fast_fix.fixed == whole_fix.fixed == data.replace(b"ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n", b"")
+    assert (
+        fast_fix.fixed == whole_fix.fixed == data.replace(b"ub_overlap_ag = ub_overlap_ag and is_grad_enabled\n", b"")
+    )
 
 
 # -- the oracle itself can fail ----------------------------------------------------------
 _GATED = b"import torch\ndef f(ub_overlap_ag, x):  # keep\n    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled() and x\n    return 1\n"
 
 
-@pytest.mark.parametrize("wrong", [
-    _GATED.replace(b"ub_overlap_ag and torch.is_grad_enabled() and x", b"torch.is_grad_enabled() and x"),
-    _GATED.replace(b" and torch.is_grad_enabled() and x", b""),
-    _GATED.replace(b"ub_overlap_ag and torch.is_grad_enabled() and x", b"ub_overlap_ag and True and x"),
-    _GATED.replace(b"    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled() and x\n", b""),
-], ids=["wrong-operand", "two-operands", "constant-left", "statement-deleted"])
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        _GATED.replace(b"ub_overlap_ag and torch.is_grad_enabled() and x", b"torch.is_grad_enabled() and x"),
+        _GATED.replace(b" and torch.is_grad_enabled() and x", b""),
+        _GATED.replace(b"ub_overlap_ag and torch.is_grad_enabled() and x", b"ub_overlap_ag and True and x"),
+        _GATED.replace(b"    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled() and x\n", b""),
+    ],
+    ids=["wrong-operand", "two-operands", "constant-left", "statement-deleted"],
+)
 def test_oracle_rejects_wrong_fixes(wrong):
     """Each of these is a wrong fix of ``_GATED``: the tree oracle says so."""
     import ast
@@ -371,23 +398,41 @@ def test_byte_and_comment_oracles_reject_damage():
 
 
 # -- engine bugs the generators found, fixed: they must stay fixed -----------------------
-@pytest.mark.parametrize("data", [
-    pytest.param(b"import torch\ndef f(ub_overlap_ag):\n    ub_overlap_ag = ub_overlap_ag if torch.is_grad_enabled() else False\n"
-                 b"    return 1\n", id="ifexp-self-assignment"),
-    pytest.param(b"import torch\ndef f(ub_overlap_ag):\n    ub_overlap_ag = min(ub_overlap_ag, torch.is_grad_enabled())\n"
-                 b"    return 1\n", id="min-self-assignment"),
-    # several reads in one chain: each is called fixable, fix removes one and the
-    # others are then report-only (left in place): "fixable" is not what fix fixes
-    pytest.param(b"ub_overlap_ag = is_grad_enabled and grad_enabled\n", id="two-grad-operands"),
-    pytest.param(b"import torch\nub_overlap_ag = is_grad_enabled and grad_enabled and torch.is_grad_enabled()\n",
-                 id="three-grad-operands"),
-    pytest.param(b"import torch\nub_overlap_ag = ((x  # why?\n    and torch.is_grad_enabled() and grad_enabled) and y)\n",
-                 id="two-reads-and-a-comment"),
-    pytest.param(b"import torch\r\ndef f(ub_overlap_ag):\r\n    ub_overlap_ag &= torch.is_grad_enabled()\r\n",
-                 id="crlf-pass-statement"),
-    pytest.param(b"import torch\rdef f(ub_overlap_ag):\r    ub_overlap_ag = (torch.is_grad_enabled()\r"
-                 b"        and ub_overlap_ag  # end\r    )\r", id="lone-cr-comment"),
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(
+            b"import torch\ndef f(ub_overlap_ag):\n    ub_overlap_ag = ub_overlap_ag if torch.is_grad_enabled() else False\n"
+            b"    return 1\n",
+            id="ifexp-self-assignment",
+        ),
+        pytest.param(
+            b"import torch\ndef f(ub_overlap_ag):\n    ub_overlap_ag = min(ub_overlap_ag, torch.is_grad_enabled())\n"
+            b"    return 1\n",
+            id="min-self-assignment",
+        ),
+        # several reads in one chain: each is called fixable, fix removes one and the
+        # others are then report-only (left in place): "fixable" is not what fix fixes
+        pytest.param(b"ub_overlap_ag = is_grad_enabled and grad_enabled\n", id="two-grad-operands"),
+        pytest.param(
+            b"import torch\nub_overlap_ag = is_grad_enabled and grad_enabled and torch.is_grad_enabled()\n",
+            id="three-grad-operands",
+        ),
+        pytest.param(
+            b"import torch\nub_overlap_ag = ((x  # why?\n    and torch.is_grad_enabled() and grad_enabled) and y)\n",
+            id="two-reads-and-a-comment",
+        ),
+        pytest.param(
+            b"import torch\r\ndef f(ub_overlap_ag):\r\n    ub_overlap_ag &= torch.is_grad_enabled()\r\n",
+            id="crlf-pass-statement",
+        ),
+        pytest.param(
+            b"import torch\rdef f(ub_overlap_ag):\r    ub_overlap_ag = (torch.is_grad_enabled()\r"
+            b"        and ub_overlap_ag  # end\r    )\r",
+            id="lone-cr-comment",
+        ),
+    ],
+)
 def test_engine_bugs_the_generators_found_stay_fixed(data):
     """ifexp/min: the fix leaves `x = x` (v2 deletes such a statement); several reads in
     one chain: `check` calls each fixable, `fix` fixes one; CRLF:
@@ -413,7 +458,11 @@ def test_check_never_imports_libcst(programs):
         "stages = [lint_source('t.py', t.encode(), Config()).stage for t in json.load(sys.stdin)]\n"
         "print(json.dumps([stages, 'libcst' in sys.modules]))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], input=json.dumps([p.text for p in programs]).encode(),
-                          capture_output=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps([p.text for p in programs]).encode(),
+        capture_output=True,
+        check=True,
+    )
     stages, imported = json.loads(done.stdout)
     assert set(stages) <= {"ast", "prefilter"} and not imported, (stages, imported)

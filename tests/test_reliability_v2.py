@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
+
 from gradgate import cache as cache_module
+from gradgate import source as source_module
 from gradgate.config import Config
 from gradgate.discovery import Discovered, discover
 from gradgate.runner import RunOptions, run
-from gradgate import source as source_module
 from gradgate.source import SourceError, write_atomic
 
 BUGGY = (
@@ -35,8 +35,10 @@ BUGGY = (
     "    return ub_overlap_ag\n"
 )
 FIXED = BUGGY.replace(" and torch.is_grad_enabled()", "")
-MESSAGE = ("GG001 forward communication flag `ub_overlap_ag` is gated on grad mode "
-           "(`torch.is_grad_enabled()`): under torch.no_grad() the requested path is silently dropped")
+MESSAGE = (
+    "GG001 forward communication flag `ub_overlap_ag` is gated on grad mode "
+    "(`torch.is_grad_enabled()`): under torch.no_grad() the requested path is silently dropped"
+)
 FORGED = "y\n::error file=README.md,line=1::forged\n.py"
 
 
@@ -78,7 +80,9 @@ def test_discovery_skips_links_out_of_the_root_and_takes_each_file_once(linked_t
     ]
     # an explicit file is taken; the same file twice (a link and its target) once, by its name
     assert list(discover(["tree/alias.py", "tree/a.py", "tree/link.py"])) == [
-        Discovered("tree/a.py"), Discovered("tree/link.py")]
+        Discovered("tree/a.py"),
+        Discovered("tree/link.py"),
+    ]
 
 
 def test_fix_never_writes_through_a_link_out_of_the_tree(linked_tree):
@@ -103,8 +107,10 @@ def test_a_link_to_the_file_system_root_is_not_walked(tmp_path, monkeypatch):
     for item in discover(["."]):
         walked.append(item)
         assert len(walked) < 10, walked
-    assert walked == [Discovered("./a.py"),
-                      Discovered("./root", skipped="symbolic link to a folder outside the checked tree")]
+    assert walked == [
+        Discovered("./a.py"),
+        Discovered("./root", skipped="symbolic link to a folder outside the checked tree"),
+    ]
 
 
 # -- 2. writes keep owner, group and mode --------------------------------------------------------
@@ -166,20 +172,27 @@ def test_a_write_that_cannot_keep_the_owner_is_refused(tmp_path):
     "encoding, original, expected",
     [
         # cp932: 0x8790 (NEC row 13) decodes to U+2252, which re-encodes as 0x81E0 (JIS)
-        ("cp932", b"# coding: cp932\n# \x87\x90\nx = a and b  # \x87\x90\ny = 1  # \x87\x90\n",
-         b"# coding: cp932\n# \x87\x90\nx = a  # \x87\x90\ny = 1  # \x87\x90\n"),
+        (
+            "cp932",
+            b"# coding: cp932\n# \x87\x90\nx = a and b  # \x87\x90\ny = 1  # \x87\x90\n",
+            b"# coding: cp932\n# \x87\x90\nx = a  # \x87\x90\ny = 1  # \x87\x90\n",
+        ),
         # big5: 0xA2CC decodes to U+5341, which re-encodes as 0xA451;
         # cp950: 0xF9F9 decodes to U+2550, which re-encodes as 0xA2A4
-        ("big5", b"# coding: big5\n# \xa2\xcc\nx = a and b  # \xa2\xcc\n",
-         b"# coding: big5\n# \xa2\xcc\nx = a  # \xa2\xcc\n"),
-        ("cp950", b"# coding: cp950\n# \xf9\xf9\nx = a and b  # \xf9\xf9\n",
-         b"# coding: cp950\n# \xf9\xf9\nx = a  # \xf9\xf9\n"),
+        (
+            "big5",
+            b"# coding: big5\n# \xa2\xcc\nx = a and b  # \xa2\xcc\n",
+            b"# coding: big5\n# \xa2\xcc\nx = a  # \xa2\xcc\n",
+        ),
+        (
+            "cp950",
+            b"# coding: cp950\n# \xf9\xf9\nx = a and b  # \xf9\xf9\n",
+            b"# coding: cp950\n# \xf9\xf9\nx = a  # \xf9\xf9\n",
+        ),
         # utf-7: an optional direct character written shifted stays shifted
-        ("utf-7", b"# coding: utf-7\n# +ACE-\nx = a and b  # +ACE-\n",
-         b"# coding: utf-7\n# +ACE-\nx = a  # +ACE-\n"),
+        ("utf-7", b"# coding: utf-7\n# +ACE-\nx = a and b  # +ACE-\n", b"# coding: utf-7\n# +ACE-\nx = a  # +ACE-\n"),
         # utf-7, an edit inside a shifted run: the spliced bytes still decode to the fixed text
-        ("utf-7", b"# coding: utf-7\n# +AOk-\nx = 1  # +AOkA6QDp-\n",
-         b"# coding: utf-7\n# +AOk-\nx = 1  # +AOk-\n"),
+        ("utf-7", b"# coding: utf-7\n# +AOk-\nx = 1  # +AOkA6QDp-\n", b"# coding: utf-7\n# +AOk-\nx = 1  # +AOk-\n"),
     ],
 )
 def test_encode_fixed_keeps_the_bytes_outside_the_edit(encoding, original, expected):
@@ -194,7 +207,8 @@ def test_encode_fixed_differs_from_encoding_the_whole_text():
     text = original.decode("cp932")
     assert text.replace("a and b", "a").encode("cp932") == b"# coding: cp932\n# \x81\xe0\nx = a\n"
     assert source_module.encode_fixed(original, text, text.replace("a and b", "a"), "cp932") == (
-        b"# coding: cp932\n# \x87\x90\nx = a\n")
+        b"# coding: cp932\n# \x87\x90\nx = a\n"
+    )
 
 
 def test_encode_fixed_of_a_large_file_with_a_bom_and_no_change():
@@ -207,9 +221,11 @@ def test_encode_fixed_of_a_large_file_with_a_bom_and_no_change():
 
 
 CP932_BUGGY = b"# -*- coding: cp932 -*-\n# \x87\x90\n" + BUGGY.encode().replace(
-    b"is_grad_enabled() and x\n", b"is_grad_enabled() and x  # \x87\x90\n", 1)
+    b"is_grad_enabled() and x\n", b"is_grad_enabled() and x  # \x87\x90\n", 1
+)
 CP932_FIXED = b"# -*- coding: cp932 -*-\n# \x87\x90\n" + FIXED.encode().replace(
-    b"ub_overlap_ag = ub_overlap_ag and x\n", b"ub_overlap_ag = ub_overlap_ag and x  # \x87\x90\n", 1)
+    b"ub_overlap_ag = ub_overlap_ag and x\n", b"ub_overlap_ag = ub_overlap_ag and x  # \x87\x90\n", 1
+)
 
 
 def test_fix_of_a_cp932_file_changes_only_the_edit(tmp_path):
@@ -254,7 +270,8 @@ def test_overlay_refuses_a_non_empty_folder_it_did_not_make(tmp_path):
         overlay.build_overlay(package, mine)
     assert str(info.value) == (
         f"overlay folder {mine} exists, is not empty and was not made by gradgate (no "
-        ".gradgate-overlay in it); refusing to replace what is in it: choose a new or empty folder")
+        ".gradgate-overlay in it); refusing to replace what is in it: choose a new or empty folder"
+    )
     assert (mine / "transformer_engine" / "thesis.tex").read_text() == "precious\n"
     # a folder it made (new, or empty) is claimed with the marker and may be rebuilt
     built = overlay.build_overlay(package, tmp_path / "new")
@@ -262,8 +279,7 @@ def test_overlay_refuses_a_non_empty_folder_it_did_not_make(tmp_path):
     assert overlay.build_overlay(package, tmp_path / "new").copied == ["__init__.py"]
 
 
-@pytest.mark.parametrize("where", ["site-packages/ov", "site-packages/transformer_engine/ov",
-                                   "site-packages"])
+@pytest.mark.parametrize("where", ["site-packages/ov", "site-packages/transformer_engine/ov", "site-packages"])
 def test_overlay_refuses_the_installed_package_and_its_site_packages(tmp_path, where):
     from gradgate.harness import overlay
 
@@ -284,9 +300,20 @@ def test_harness_command_refuses_a_foreign_overlay_dir_with_exit_2(tmp_path, mon
     precious = tmp_path / "home"
     precious.mkdir()
     (precious / "notes.txt").write_text("keep\n")
-    result = CliRunner().invoke(harness_cli.harness, [
-        "--te", "fixed", "--nproc-per-node", "2", "--no-perf", "--output", str(tmp_path / "out"),
-        "--overlay-dir", str(precious)])
+    result = CliRunner().invoke(
+        harness_cli.harness,
+        [
+            "--te",
+            "fixed",
+            "--nproc-per-node",
+            "2",
+            "--no-perf",
+            "--output",
+            str(tmp_path / "out"),
+            "--overlay-dir",
+            str(precious),
+        ],
+    )
     assert result.exit_code == 2
     assert "cannot build the fixed TE overlay: overlay folder" in result.output
     assert sorted(p.name for p in precious.iterdir()) == ["notes.txt"]
@@ -321,8 +348,9 @@ def _cache_file(tree: Path, cache_dir: Path) -> Path:
     return found
 
 
-@pytest.mark.parametrize("attack", ["unauthenticated", "other key", "format 2", "deep", "deep signed",
-                                    "garbage", "other path"])
+@pytest.mark.parametrize(
+    "attack", ["unauthenticated", "other key", "format 2", "deep", "deep signed", "garbage", "other path"]
+)
 def test_a_planted_or_crafted_cache_is_ignored(tmp_path, attack):
     tree = tmp_path / "tree"
     tree.mkdir()
@@ -331,7 +359,7 @@ def test_a_planted_or_crafted_cache_is_ignored(tmp_path, attack):
     first = run_cli("check", "--cache-dir", str(cache_dir), "m.py", cwd=tree)
     assert first.returncode == 1
     target = _cache_file(tree, cache_dir)
-    header, _, body = target.read_bytes().partition(b"\n")
+    _header, _, body = target.read_bytes().partition(b"\n")
     entries = json.loads(body)["entries"]
     (abspath,) = entries
     clean = {**entries[abspath], "findings": []}
@@ -343,19 +371,24 @@ def test_a_planted_or_crafted_cache_is_ignored(tmp_path, attack):
 
     forged = json.dumps({"entries": {abspath: clean}}).encode()
     deep = b'{"entries": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    target.write_bytes({
-        "unauthenticated": b"gradgate-cache 3 " + b"0" * 64 + b"\n" + forged,
-        "other key": signed(forged, b"1" * 64),
-        "format 2": json.dumps({"format": 2, "entries": {clean["digest"]: clean}}).encode(),
-        "deep": deep,
-        "deep signed": signed(deep),
-        "garbage": b"\xff\x00" * 1000,
-        # a genuine entry without findings, but for another file of the same content
-        "other path": signed(json.dumps({"entries": {abspath + "x": clean}}).encode()),
-    }[attack])
+    target.write_bytes(
+        {
+            "unauthenticated": b"gradgate-cache 3 " + b"0" * 64 + b"\n" + forged,
+            "other key": signed(forged, b"1" * 64),
+            "format 2": json.dumps({"format": 2, "entries": {clean["digest"]: clean}}).encode(),
+            "deep": deep,
+            "deep signed": signed(deep),
+            "garbage": b"\xff\x00" * 1000,
+            # a genuine entry without findings, but for another file of the same content
+            "other path": signed(json.dumps({"entries": {abspath + "x": clean}}).encode()),
+        }[attack]
+    )
     again = run_cli("check", "--cache-dir", str(cache_dir), "m.py", cwd=tree)
     assert (again.returncode, lines(again.stdout), again.stderr) == (
-        1, [f"m.py:5:39: {MESSAGE}", "Found 1 finding (1 fixable with `gradgate fix`)."], b"")
+        1,
+        [f"m.py:5:39: {MESSAGE}", "Found 1 finding (1 fixable with `gradgate fix`)."],
+        b"",
+    )
 
 
 def test_the_cache_key_holds_python_and_libcst_versions(monkeypatch):
@@ -404,18 +437,23 @@ def test_a_warm_run_reads_no_file_content(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "read_source", lambda path: read.append(path) or real_read(path))
     warm = [(r.path, r.stage, len(r.findings)) for r in run([str(tree)], Config(), options)]
     assert read == []
-    assert cold == [(f"{tree}/bug.py", "ast", 1), (f"{tree}/clean.py", "ast", 0),
-                    (f"{tree}/plain.py", "prefilter", 0)]
-    assert warm == [(f"{tree}/bug.py", "cache", 1), (f"{tree}/clean.py", "cache", 0),
-                    (f"{tree}/plain.py", "prefilter", 0)]
+    assert cold == [(f"{tree}/bug.py", "ast", 1), (f"{tree}/clean.py", "ast", 0), (f"{tree}/plain.py", "prefilter", 0)]
+    assert warm == [
+        (f"{tree}/bug.py", "cache", 1),
+        (f"{tree}/clean.py", "cache", 0),
+        (f"{tree}/plain.py", "prefilter", 0),
+    ]
     # a touched file is read and hashed (and found unchanged); an edited one is analysed again
     os.utime(tree / "clean.py")
     (tree / "bug.py").write_text(BUGGY.replace("ub_overlap_ag", "ub_overlap_rs"))
     old(tree / "bug.py")
     again = [(r.path, r.stage, len(r.findings)) for r in run([str(tree)], Config(), options)]
     assert sorted(read) == [f"{tree}/bug.py", f"{tree}/clean.py"]
-    assert again == [(f"{tree}/bug.py", "ast", 1), (f"{tree}/clean.py", "cache", 0),
-                     (f"{tree}/plain.py", "prefilter", 0)]
+    assert again == [
+        (f"{tree}/bug.py", "ast", 1),
+        (f"{tree}/clean.py", "cache", 0),
+        (f"{tree}/plain.py", "prefilter", 0),
+    ]
 
 
 def test_a_file_modified_just_now_is_not_trusted_by_its_status(tmp_path, monkeypatch):
@@ -475,8 +513,10 @@ def test_github_annotations_cannot_be_forged(forged_tree):
     assert result.returncode == 2
     out = lines(result.stdout)
     assert [line for line in out if line.startswith("::error file=README.md")] == []
-    assert out[2] == ("::error file=y%0A%3A%3Aerror file=README.md%2Cline=1%3A%3Aforged%0A.py,"
-                      "line=5,col=39,endLine=5,endColumn=62,title=gradgate GG001::" + MESSAGE)
+    assert out[2] == (
+        "::error file=y%0A%3A%3Aerror file=README.md%2Cline=1%3A%3Aforged%0A.py,"
+        "line=5,col=39,endLine=5,endColumn=62,title=gradgate GG001::" + MESSAGE
+    )
     assert out[1].startswith("::error file=b\\xff.py,line=5,")
 
 
@@ -501,7 +541,7 @@ def test_escape_functions():
     assert display("caf\u00e9.py") == "caf\u00e9.py"
     assert github_data("50%\r\n") == "50%25%0D%0A"
     assert github_property("a:b,c%") == "a%3Ab%2Cc%25"
-    assert git_path(b"a/", "x\ny\"z.py") == b'"a/x\\ny\\"z.py"'
+    assert git_path(b"a/", 'x\ny"z.py') == b'"a/x\\ny\\"z.py"'
     assert git_path(b"a/", "caf\u00e9.py") == "a/caf\u00e9.py".encode()
 
 
@@ -509,13 +549,16 @@ def test_escape_functions():
 def test_baseline_with_infinite_count_is_a_clear_error(tmp_path):
     (tmp_path / "m.py").write_text(BUGGY)
     (tmp_path / "b.json").write_text(
-        '{"format": 1, "findings": [{"rule": "GG001", "fingerprint": "x", "count": Infinity}]}')
+        '{"format": 1, "findings": [{"rule": "GG001", "fingerprint": "x", "count": Infinity}]}'
+    )
     result = run_cli("check", "--no-cache", "--baseline", "b.json", "m.py", cwd=tmp_path)
     assert result.returncode == 2
     assert lines(result.stderr)[-1] == "Error: b.json: not a gradgate baseline (invalid JSON: Infinity is not a count)"
-    for bad in ('{"format": 1, "findings": [{"rule": "GG001", "fingerprint": "x", "count": 1e400}]}',
-                '{"format": 1, "findings": [{"rule": "GG001", "fingerprint": "x", "count": true}]}',
-                '{"format": 1, "findings": ' + "[" * 100_000 + "]" * 100_000 + "}"):
+    for bad in (
+        '{"format": 1, "findings": [{"rule": "GG001", "fingerprint": "x", "count": 1e400}]}',
+        '{"format": 1, "findings": [{"rule": "GG001", "fingerprint": "x", "count": true}]}',
+        '{"format": 1, "findings": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    ):
         (tmp_path / "b.json").write_text(bad)
         result = run_cli("check", "--no-cache", "--baseline", "b.json", "m.py", cwd=tmp_path)
         assert result.returncode == 2 and b"Traceback" not in result.stderr
@@ -538,7 +581,8 @@ def test_nested_quantifiers_are_a_config_error(tmp_path, pattern):
     assert result.returncode == 2
     assert lines(result.stderr)[-1] == (
         f"Error: {tmp_path / 'pyproject.toml'}: regular expression {pattern!r} refused: a repetition inside a repetition "
-        "(like `(a+)+`) can take exponential time; write it without the nested quantifier")
+        "(like `(a+)+`) can take exponential time; write it without the nested quantifier"
+    )
 
 
 @pytest.mark.parametrize("pattern", ["^my_overlap_", "(?:ag|rs)+_x", "a+b*", "(?>a+)+", "(a++)+"])

@@ -12,10 +12,9 @@ import pytest
 pytest.importorskip("pygls")
 pytest_lsp = pytest.importorskip("pytest_lsp")
 
+from conftest import ROOT  # noqa: E402
 from lsprotocol import types  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
-
-from conftest import ROOT  # noqa: E402
 
 MLP = "transformer_engine/pytorch/module/layernorm_mlp.py"
 SERVER_ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -54,7 +53,7 @@ def _apply(text: str, edits: list[types.TextEdit]) -> str:
         return offsets[p.line] + p.character if p.line < len(lines) else len(text)
 
     for edit in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
-        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
     return text
 
 
@@ -90,8 +89,11 @@ async def test_open_change_code_action_apply_edit_close_on_te(client: LanguageCl
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)), text="# edited\n")],
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)), text="# edited\n"
+                )
+            ],
         )
     )
     text = "# edited\n" + text
@@ -113,8 +115,11 @@ async def test_open_change_code_action_apply_edit_close_on_te(client: LanguageCl
         )
     )
     titles = [a.title for a in actions]
-    assert titles == ["Fix GG001: remove the grad-mode operand", "Suppress GG001 on this line",
-                      "Fix all gradgate findings (safe fixes)"]
+    assert titles == [
+        "Fix GG001: remove the grad-mode operand",
+        "Suppress GG001 on this line",
+        "Fix all gradgate findings (safe fixes)",
+    ]
     quick = actions[0]
     assert quick.kind == types.CodeActionKind.QuickFix and quick.is_preferred
     fixed_once = _apply(text, quick.edit.changes[uri])
@@ -123,16 +128,19 @@ async def test_open_change_code_action_apply_edit_close_on_te(client: LanguageCl
     assert await _diagnostics(client, uri) == [(390, 43, "GG001")]
 
     # the command sends the remaining fix with workspace/applyEdit; the client applies it
-    assert await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="gradgate.applyFixes", arguments=[uri])
-    ) is True
+    assert (
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="gradgate.applyFixes", arguments=[uri])
+        )
+        is True
+    )
     (sent,) = client.applied_edits
     fixed = _apply(fixed_once, sent.edit.changes[uri])
     _change(client, uri, 4, fixed)
     assert await _diagnostics(client, uri) == []
     # the buffer now holds exactly what `gradgate fix` writes (the header line aside)
-    from gradgate.engine import lint_source
     from gradgate.config import Config
+    from gradgate.engine import lint_source
 
     expected = lint_source(str(path), path.read_bytes(), Config(), fix=True).fixed
     assert fixed == "# edited\n" + expected.decode()

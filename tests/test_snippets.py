@@ -53,6 +53,7 @@ def test_an_elif_fix_is_parsed_with_its_if():
     result = lint_source("m.py", code, Config(), fix=True)
     assert result.error is None and result.findings == ()
     assert result.cst_lines == 6
-    assert result.fixed == code.replace(b"    elif is_grad_enabled:\n        ub_overlap_ag = ub_overlap_ag\n    else:\n"
-                                        b"        ub_overlap_ag = False\n",
-                                        b"    else:\n        ub_overlap_ag = ub_overlap_ag\n")
+    assert result.fixed == code.replace(
+        b"    elif is_grad_enabled:\n        ub_overlap_ag = ub_overlap_ag\n    else:\n        ub_overlap_ag = False\n",
+        b"    else:\n        ub_overlap_ag = ub_overlap_ag\n",
+    )

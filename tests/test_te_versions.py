@@ -25,18 +25,28 @@ pytestmark = pytest.mark.network
 MODULE = "transformer_engine/pytorch/module"
 #: release -> (file, line, column, flag, the line grad mode also prepares the path at)
 EXPECTED = {
-    "1.9.0.post1": [("layernorm_linear.py", 124, 43, "ub_overlap_ag", 142),
-                    ("layernorm_mlp.py", 145, 43, "ub_overlap_ag", 157)],
-    "1.11.0": [("layernorm_linear.py", 112, 43, "ub_overlap_ag", 137),
-               ("layernorm_mlp.py", 144, 43, "ub_overlap_ag", 158)],
-    "1.13.0": [("layernorm_linear.py", 116, 43, "ub_overlap_ag", 141),
-               ("layernorm_mlp.py", 148, 43, "ub_overlap_ag", 162)],
-    "2.1.0": [("layernorm_linear.py", 141, 37, "ub_overlap_ag_fprop", None),
-              ("layernorm_mlp.py", 180, 43, "ub_overlap_ag", None),
-              ("layernorm_mlp.py", 181, 43, "ub_overlap_rs", None)],
-    "2.8.0": [("layernorm_linear.py", 177, 37, "ub_overlap_ag_fprop", None),
-              ("layernorm_mlp.py", 241, 43, "ub_overlap_ag", None),
-              ("layernorm_mlp.py", 242, 43, "ub_overlap_rs", None)],
+    "1.9.0.post1": [
+        ("layernorm_linear.py", 124, 43, "ub_overlap_ag", 142),
+        ("layernorm_mlp.py", 145, 43, "ub_overlap_ag", 157),
+    ],
+    "1.11.0": [
+        ("layernorm_linear.py", 112, 43, "ub_overlap_ag", 137),
+        ("layernorm_mlp.py", 144, 43, "ub_overlap_ag", 158),
+    ],
+    "1.13.0": [
+        ("layernorm_linear.py", 116, 43, "ub_overlap_ag", 141),
+        ("layernorm_mlp.py", 148, 43, "ub_overlap_ag", 162),
+    ],
+    "2.1.0": [
+        ("layernorm_linear.py", 141, 37, "ub_overlap_ag_fprop", None),
+        ("layernorm_mlp.py", 180, 43, "ub_overlap_ag", None),
+        ("layernorm_mlp.py", 181, 43, "ub_overlap_rs", None),
+    ],
+    "2.8.0": [
+        ("layernorm_linear.py", 177, 37, "ub_overlap_ag_fprop", None),
+        ("layernorm_mlp.py", 241, 43, "ub_overlap_ag", None),
+        ("layernorm_mlp.py", 242, 43, "ub_overlap_rs", None),
+    ],
 }
 
 
@@ -48,9 +58,19 @@ def te_release(tmp_path_factory):
         if version not in cache:
             target = tmp_path_factory.mktemp(f"te-{version}")
             subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                 f"transformer-engine=={version}", "-d", str(target)],
-                check=True, capture_output=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--quiet",
+                    f"transformer-engine=={version}",
+                    "-d",
+                    str(target),
+                ],
+                check=True,
+                capture_output=True,
             )
             (wheel,) = target.glob("transformer_engine-*.whl")
             with zipfile.ZipFile(wheel) as archive:

@@ -19,9 +19,11 @@ from gradgate.witness.report import case_verdict, exit_code, summary_line
 
 
 def _ev(kind: str, name: str, *lines: int, detail: dict | None = None) -> Event:
-    frames = (Frame("/t/test.py", 5, "test", 1),) + tuple(
-        Frame("/m/mod.py", line, "M.forward", 10) for line in lines[:1]
-    ) + tuple(Frame("/m/mod.py", line, "helper", 40) for line in lines[1:])
+    frames = (
+        Frame("/t/test.py", 5, "test", 1),
+        *tuple(Frame("/m/mod.py", line, "M.forward", 10) for line in lines[:1]),
+        *tuple(Frame("/m/mod.py", line, "helper", 40) for line in lines[1:]),
+    )
     return Event(kind, name, detail or {}, frames)
 
 
@@ -34,7 +36,11 @@ def test_replace_block_parts_at_the_branch():
     other = _fwd("no_grad", [_ev("aten", "aten.mm", 11), _ev("aten", "aten.repeat", 15), _ev("aten", "aten.add", 16)])
     (d,) = divergences(ref, other)
     assert (d.kind, d.index, [e.name for e in d.expected], [e.name for e in d.found]) == (
-        "path", 1, ["all_gather"], ["aten.repeat"])
+        "path",
+        1,
+        ["all_gather"],
+        ["aten.repeat"],
+    )
     assert d.parting == Parting("/m/mod.py", "M.forward", 10, 13, 15)
     assert render(d) == (
         "grad vs no_grad:\n"
@@ -80,11 +86,13 @@ def test_event_signature_ignores_stack_and_info():
 
 def test_load_cases(tmp_path):
     path = tmp_path / "cases.py"
-    path.write_text("from os import path as case_imported\n"
-                    "def case_b():\n    return 2\n"
-                    "def case():\n    return 1\n"
-                    "def helper():\n    return 0\n"
-                    "case_value = 3\n")
+    path.write_text(
+        "from os import path as case_imported\n"
+        "def case_b():\n    return 2\n"
+        "def case():\n    return 1\n"
+        "def helper():\n    return 0\n"
+        "case_value = 3\n"
+    )
     assert [(c.name, c.line, c.function()) for c in load_cases(path)] == [("case_b", 2, 2), ("case", 4, 1)]
     assert [c.name for c in load_cases(path, ("case",))] == ["case"]
     with pytest.raises(CasesError, match="no case case_c"):
@@ -95,13 +103,25 @@ def test_load_cases(tmp_path):
 
 
 def test_case_verdicts():
-    same = {"name": "a", "same": True, "divergences": [], "divergences_per_rank": [0, 0],
-            "forwards": [{"label": "grad"}, {"label": "no_grad"}]}
+    same = {
+        "name": "a",
+        "same": True,
+        "divergences": [],
+        "divergences_per_rank": [0, 0],
+        "forwards": [{"label": "grad"}, {"label": "no_grad"}],
+    }
     assert case_verdict(same) == ("SAME", "same forward path in grad, no_grad")
-    diverging = {"name": "b", "same": False, "divergences_per_rank": [1, 0], "errors": {},
-                 "divergences": [{"kind": "path", "other": "no_grad",
-                                  "parting": {"path": "m.py", "line": 3, "other_line": 5}}]}
-    assert case_verdict(diverging) == ("DIVERGES", "1 divergence(s) on rank(s) [0]; no_grad: paths part at m.py:3 (no_grad: line 5)")
+    diverging = {
+        "name": "b",
+        "same": False,
+        "divergences_per_rank": [1, 0],
+        "errors": {},
+        "divergences": [{"kind": "path", "other": "no_grad", "parting": {"path": "m.py", "line": 3, "other_line": 5}}],
+    }
+    assert case_verdict(diverging) == (
+        "DIVERGES",
+        "1 divergence(s) on rank(s) [0]; no_grad: paths part at m.py:3 (no_grad: line 5)",
+    )
     # a divergence on another rank only is still a divergence
     other_rank = {**same, "divergences_per_rank": [0, 2]}
     assert case_verdict(other_rank)[0] == "DIVERGES"
@@ -109,7 +129,9 @@ def test_case_verdicts():
     assert case_verdict({"name": "d", "error": "RuntimeError: no group"}) == ("ERROR", "RuntimeError: no group")
     failed_backward = {**same, "same": False, "errors": {"checkpoint": "the backward (with the recompute) failed: x"}}
     assert case_verdict(failed_backward) == (
-        "DIVERGES", "0 divergence(s); checkpoint: the backward (with the recompute) failed: x")
+        "DIVERGES",
+        "0 divergence(s); checkpoint: the backward (with the recompute) failed: x",
+    )
     report = {"cases": [same, diverging], "findings": []}
     assert (summary_line(report), exit_code(report)) == ("1 SAME, 1 DIVERGES; 0 of 0 finding(s) witnessed", 1)
     assert exit_code({"cases": [same]}) == 0
@@ -121,12 +143,31 @@ def test_witness_is_a_subcommand_and_dry_runs(tmp_path):
     cases.write_text("def case():\n    pass\n")
     runner = CliRunner()
     assert "witness" in runner.invoke(cli, ["--help"]).output
-    result = runner.invoke(cli, ["witness", str(cases), "--backend", "gloo", "--modes", "grad,checkpoint_non_reentrant",
-                                 "--probe", "m:f", "--dry-run"])
+    result = runner.invoke(
+        cli,
+        [
+            "witness",
+            str(cases),
+            "--backend",
+            "gloo",
+            "--modes",
+            "grad,checkpoint_non_reentrant",
+            "--probe",
+            "m:f",
+            "--dry-run",
+        ],
+    )
     assert result.exit_code == 0, result.output
     argv = shlex.split(result.output)
-    assert argv[:7] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-                        "--nproc-per-node=2", "-m"]
+    assert argv[:7] == [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nnodes=1",
+        "--nproc-per-node=2",
+        "-m",
+    ]
     assert argv[7:9] == ["gradgate.witness", str(cases.resolve())]
     assert argv[argv.index("--backend") + 1] == "gloo"
     assert argv[argv.index("--modes") + 1] == "grad,checkpoint_non_reentrant"

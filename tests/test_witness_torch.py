@@ -21,9 +21,9 @@ import pytest
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
-from gradgate.witness import ForwardPathsDiffer, Probe, assert_same_forward_paths, compare_forwards  # noqa: E402
-
 from conftest import ROOT, run_cli  # noqa: E402
+
+from gradgate.witness import ForwardPathsDiffer, Probe, assert_same_forward_paths, compare_forwards  # noqa: E402
 
 CASES = ROOT / "tests" / "witness_cases"
 FAMILIES = CASES / "families.py"
@@ -48,8 +48,18 @@ def line_of(path: Path, text: str) -> int:
 def _witness(cases: Path, out: Path) -> tuple[subprocess.CompletedProcess, dict]:
     if BACKEND == "nccl" and not torch.cuda.is_available():
         pytest.skip("NCCL needs CUDA GPUs")
-    proc = run_cli("witness", str(cases), "--backend", BACKEND, "--nproc-per-node", str(NPROC),
-                   "--output", str(out), "--timeout", "300")
+    proc = run_cli(
+        "witness",
+        str(cases),
+        "--backend",
+        BACKEND,
+        "--nproc-per-node",
+        str(NPROC),
+        "--output",
+        str(out),
+        "--timeout",
+        "300",
+    )
     assert out.exists(), proc.stderr.decode()[-3000:]
     return proc, json.loads(out.read_text())
 
@@ -84,8 +94,9 @@ def test_witness_command_verdicts(stock_run):
     proc, report = stock_run
     assert proc.returncode == 1, proc.stderr.decode()[-2000:]
     lines = proc.stdout.decode().splitlines()
-    assert [line.split()[0:2] for line in lines[:6]] == [
-        ["DIVERGES", f"{name}:"] for name in BUGGY] + [["SAME", f"{name}:"] for name in CORRECT]
+    assert [line.split()[0:2] for line in lines[:6]] == [["DIVERGES", f"{name}:"] for name in BUGGY] + [
+        ["SAME", f"{name}:"] for name in CORRECT
+    ]
     assert lines[-2] == "2 SAME, 4 DIVERGES; 4 of 4 finding(s) witnessed"
     assert report["complete"] is True and report["run_errors"] == []
     assert (report["backend"], report["world_size"]) == (BACKEND, NPROC)
@@ -94,7 +105,11 @@ def test_witness_command_verdicts(stock_run):
         case = _case(report, name)
         assert case["divergences_per_rank"] == [len(case["divergences"])] * NPROC
         assert [(f["label"], f["grad_enabled"]) for f in case["forwards"]] == [
-            ("grad", True), ("no_grad", False), ("checkpoint/first_forward", False), ("checkpoint/recompute", True)]
+            ("grad", True),
+            ("no_grad", False),
+            ("checkpoint/first_forward", False),
+            ("checkpoint/recompute", True),
+        ]
         assert all(f["training"] is True for f in case["forwards"])
     for name in CORRECT:
         assert _case(report, name)["divergences"] == [] and _case(report, name)["same"] is True
@@ -108,22 +123,34 @@ def test_overlap_gated_on_grad_mode(stock_run):
     assert _partings(case) == [("no_grad", overlap, plain), ("checkpoint/first_forward", overlap, plain)]
     d = case["divergences"][0]
     assert [(e["kind"], e["name"]) for e in d["expected"]] == [
-        ("aten", "aten.new_empty"), ("collective", "all_gather_into_tensor")]
+        ("aten", "aten.new_empty"),
+        ("collective", "all_gather_into_tensor"),
+    ]
     assert [(e["kind"], e["name"]) for e in d["found"]] == [("aten", "aten.repeat")]
     gather = d["expected"][1]
     assert gather["detail"] == {
-        "group_ranks": list(range(NPROC)), "group_size": NPROC, "group_name": "0", "async": False,
-        "shapes": [[2 * NPROC, 4], [2, 4]]}
+        "group_ranks": list(range(NPROC)),
+        "group_size": NPROC,
+        "group_name": "0",
+        "async": False,
+        "shapes": [[2 * NPROC, 4], [2, 4]],
+    }
     assert gather["stack"][-1]["line"] == line_of(FAMILIES, "dist.all_gather_into_tensor(gathered, x)\n".strip())
     gate = line_of(FAMILIES, "ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled()")
     assert [(f["rule"], f["line"], f["relation"]) for f in d["findings"]] == [
-        ("GG001", gate, "in the parting function")]
+        ("GG001", gate, "in the parting function")
+    ]
     grad, no_grad = case["forwards"][:2]
     assert [c["name"] for c in grad["collectives"]] == ["all_gather_into_tensor"]
     assert no_grad["collectives"] == []
-    assert (grad["aten_ops"], no_grad["aten_ops"]) == ({"aten.new_empty": 1, "aten.mm": 1}, {"aten.repeat": 1, "aten.mm": 1})
+    assert (grad["aten_ops"], no_grad["aten_ops"]) == (
+        {"aten.new_empty": 1, "aten.mm": 1},
+        {"aten.repeat": 1, "aten.mm": 1},
+    )
     assert (grad["counts"], no_grad["counts"]) == (
-        {"collective": 1, "aten": 2, "probe": 0, "module": 0}, {"collective": 0, "aten": 2, "probe": 0, "module": 0})
+        {"collective": 1, "aten": 2, "probe": 0, "module": 0},
+        {"collective": 0, "aten": 2, "probe": 0, "module": 0},
+    )
 
 
 def test_collective_skipped_under_no_grad(stock_run):
@@ -135,11 +162,16 @@ def test_collective_skipped_under_no_grad(stock_run):
     matmul = next(i for i in range(start, len(src) + 1) if "y = x @ self.weight" in src[i - 1])
     assert _partings(case) == [("no_grad", reduce_line, matmul), ("checkpoint/first_forward", reduce_line, matmul)]
     d = case["divergences"][0]
-    assert [(e["kind"], e["name"], e["detail"]["async"]) for e in d["expected"]] == [("collective", "all_reduce", False)]
+    assert [(e["kind"], e["name"], e["detail"]["async"]) for e in d["expected"]] == [
+        ("collective", "all_reduce", False)
+    ]
     assert d["found"] == []
     # the static finding on the `if` line is the one the witness sees
-    gate = line_of(FAMILIES, "        if torch.is_grad_enabled():\n            dist.all_reduce(y)") \
-        if False else reduce_line - 1
+    gate = (
+        line_of(FAMILIES, "        if torch.is_grad_enabled():\n            dist.all_reduce(y)")
+        if False
+        else reduce_line - 1
+    )
     assert [(f["rule"], f["line"]) for f in d["findings"]] == [("GG001", gate)]
 
 
@@ -169,7 +201,8 @@ def test_dropout_off_under_no_grad(stock_run):
     # on CUDA, dropout is one fused kernel
     fused = BACKEND == "nccl"
     assert [e["name"] for e in d["expected"]] == (
-        ["aten.native_dropout"] if fused else ["aten.empty_like", "aten.bernoulli_", "aten.div_", "aten.mul"])
+        ["aten.native_dropout"] if fused else ["aten.empty_like", "aten.bernoulli_", "aten.div_", "aten.mul"]
+    )
     assert d["found"] == []
     assert [(f["rule"], f["line"], f["relation"]) for f in d["findings"]] == [("GG003", dropout, "on the stack")]
 
@@ -177,8 +210,11 @@ def test_dropout_off_under_no_grad(stock_run):
 def test_findings_verdicts(stock_run):
     proc, report = stock_run
     src = FAMILIES.read_text().splitlines()
-    skipped = next(i for i in range(line_of(FAMILIES, "class CollectiveSkippedUnderNoGrad"), len(src) + 1)
-                   if src[i - 1].strip() == "if torch.is_grad_enabled():")
+    skipped = next(
+        i
+        for i in range(line_of(FAMILIES, "class CollectiveSkippedUnderNoGrad"), len(src) + 1)
+        if src[i - 1].strip() == "if torch.is_grad_enabled():"
+    )
     assert [(f["rule"], f["line"], f["verdict"]) for f in report["findings"]] == [
         ("GG001", line_of(FAMILIES, "ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled()"), "WITNESSED"),
         ("GG001", skipped, "WITNESSED"),
@@ -199,14 +235,16 @@ def test_fix_changes_exactly_the_three_gates(fixed_run):
     before, after = FAMILIES.read_text(), fixed.read_text()
     expected = (
         before.replace("        ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled()\n", "")  # x = x: deleted
-        .replace("        if torch.is_grad_enabled():\n            dist.all_reduce(y)\n", "        dist.all_reduce(y)\n")
+        .replace(
+            "        if torch.is_grad_enabled():\n            dist.all_reduce(y)\n", "        dist.all_reduce(y)\n"
+        )
         .replace("group = self.secondary if not forward else self.primary", "group = self.primary")
     )
     assert expected != before and after == expected
 
 
 def test_fixed_overlap_and_correct_uses_show_no_divergence(fixed_run):
-    _, _, proc, report = fixed_run
+    _, _, _proc, report = fixed_run
     for name in (*BUGGY[:3], *CORRECT):
         case = _case(report, name)
         assert (case["same"], case["divergences"], case["divergences_per_rank"]) == (True, [], [0] * NPROC), name
@@ -217,7 +255,7 @@ def test_fixed_overlap_and_correct_uses_show_no_divergence(fixed_run):
 def test_after_the_fix_only_the_report_only_finding_still_diverges(fixed_run):
     """The three GG001 families are fixed and take the same path in every mode; GG003
     (dropout off under no_grad) is report-only, and the witness still sees it."""
-    _, fixed, proc, report = fixed_run
+    _, _fixed, proc, report = fixed_run
     assert proc.returncode == 1
     for name in (*BUGGY[:3], *CORRECT):
         assert _case(report, name)["same"] is True, name
@@ -241,35 +279,48 @@ import witness_helpers as helpers  # noqa: E402
 
 
 def test_same_path_for_a_plain_module(one_rank):
-    comparison = assert_same_forward_paths(helpers.Plain, (torch.randn(3, 4),),
-                                           modes=("grad", "no_grad", "checkpoint", "checkpoint_non_reentrant"))
+    comparison = assert_same_forward_paths(
+        helpers.Plain, (torch.randn(3, 4),), modes=("grad", "no_grad", "checkpoint", "checkpoint_non_reentrant")
+    )
     assert [f.label for f in comparison.forwards] == [
-        "grad", "no_grad", "checkpoint/first_forward", "checkpoint/recompute",
-        "checkpoint_non_reentrant/first_forward", "checkpoint_non_reentrant/recompute"]
+        "grad",
+        "no_grad",
+        "checkpoint/first_forward",
+        "checkpoint/recompute",
+        "checkpoint_non_reentrant/first_forward",
+        "checkpoint_non_reentrant/recompute",
+    ]
     assert [f.grad_enabled for f in comparison.forwards] == [True, False, False, True, True, True]
     grad = comparison.reference
     assert [e.name for e in grad.events if e.kind != "aten"] == ["linear", "all_reduce"]
     assert [e.name for e in grad.events if e.kind == "aten"] == ["aten.t", "aten.addmm", "aten.gelu"]
-    assert comparison.report() == ("same forward path in grad, no_grad, checkpoint/first_forward, checkpoint/recompute, "
-                                   "checkpoint_non_reentrant/first_forward, checkpoint_non_reentrant/recompute")
+    assert comparison.report() == (
+        "same forward path in grad, no_grad, checkpoint/first_forward, checkpoint/recompute, "
+        "checkpoint_non_reentrant/first_forward, checkpoint_non_reentrant/recompute"
+    )
 
 
 def test_probe_counts_and_probe_divergence(one_rank):
     probe = Probe("witness_helpers:counted_kernel", label="kernel")
     comparison = compare_forwards(helpers.FastPathUnderNoGrad(), torch.ones(2, 4), probes=[probe])
     assert [f.probe_counts() for f in comparison.forwards] == [{}, {"kernel": 1}, {"kernel": 1}, {}]
-    (first, second) = comparison.divergences
+    (first, _second) = comparison.divergences
     assert (first.other, [e.describe() for e in first.found]) == ("no_grad", ["probe kernel"])
     assert helpers.counted_kernel.__name__ == "counted_kernel" and not hasattr(helpers.counted_kernel, "__wrapped__")
     src = CASES / "witness_helpers.py"
-    assert (first.parting.line, first.parting.other_line) == (line_of(src, "x = x * 2\n".strip()), line_of(src, "x = counted_kernel(x)"))
+    assert (first.parting.line, first.parting.other_line) == (
+        line_of(src, "x = x * 2\n".strip()),
+        line_of(src, "x = counted_kernel(x)"),
+    )
 
 
 def test_training_switched_by_grad_mode(one_rank):
     comparison = compare_forwards(helpers.EvalSwitchedByGradMode, (torch.ones(2, 4),), modes=("grad", "no_grad"))
     (d,) = comparison.divergences
     assert ([e.describe() for e in d.expected], [e.describe() for e in d.found]) == (
-        ["module inner training=True"], ["module inner training=False"])
+        ["module inner training=True"],
+        ["module inner training=False"],
+    )
     call = line_of(CASES / "witness_helpers.py", "return self.inner(x)")
     assert (d.parting.line, d.parting.other_line) == (call, call)
 
@@ -314,7 +365,7 @@ def test_unknown_mode_is_an_error(one_rank):
         compare_forwards(helpers.Plain(), (torch.ones(2, 4),), modes=("grad", "eval"))
 
 
-DOC_EXAMPLE = '''
+DOC_EXAMPLE = """
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -341,16 +392,21 @@ def test_fine(single_rank_group, same_forward_paths):
 
 def test_gated(single_rank_group, same_forward_paths):
     same_forward_paths(Gated, (torch.ones(2),))
-'''
+"""
 
 
 def test_pytest_plugin(tmp_path):
     (tmp_path / "test_paths.py").write_text(DOC_EXAMPLE)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_paths.py"],
-                          cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_paths.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1, proc.stdout[-3000:]
     assert "1 failed, 1 passed" in proc.stdout
-    assert ("ForwardPathsDiffer: 2 divergence(s) from grad (grad, no_grad, checkpoint/first_forward, "
-            "checkpoint/recompute):") in proc.stdout
+    assert (
+        "ForwardPathsDiffer: 2 divergence(s) from grad (grad, no_grad, checkpoint/first_forward, checkpoint/recompute):"
+    ) in proc.stdout
     assert f"paths part at {tmp_path / 'test_paths.py'}:12 in Gated.forward (no_grad: line 13)" in proc.stdout
     assert "+ (nothing: no_grad skips these steps)" in proc.stdout

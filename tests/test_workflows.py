@@ -10,24 +10,25 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
 
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "gradgate-test", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-    "GIT_COMMITTER_NAME": "gradgate-test", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    "GIT_AUTHOR_NAME": "gradgate-test",
+    "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "gradgate-test",
+    "GIT_COMMITTER_EMAIL": "t@example.invalid",
 }
 
 
 def git(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=True,
-                          env={**os.environ, **GIT_ENV})
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=True, env={**os.environ, **GIT_ENV})
 
 
 def _head_of_this_repository() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                              check=True, text=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, check=True, text=True
+        ).stdout.strip()
     except (subprocess.CalledProcessError, FileNotFoundError):
         pytest.skip("the gradgate checkout is not a git repository with a commit")
 
@@ -38,12 +39,17 @@ def pre_commit_home(tmp_path_factory) -> Path:
 
 
 def _pre_commit(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
-    if shutil.which("pre-commit") is None and subprocess.run(
-        [sys.executable, "-m", "pre_commit", "--version"], capture_output=True
-    ).returncode != 0:
+    if (
+        shutil.which("pre-commit") is None
+        and subprocess.run([sys.executable, "-m", "pre_commit", "--version"], capture_output=True).returncode != 0
+    ):
         pytest.fail("pre-commit is not installed: install gradgate with the [test] extra")
-    return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=cwd,
-                          capture_output=True, env={**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(home)})
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", *args],
+        cwd=cwd,
+        capture_output=True,
+        env={**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(home)},
+    )
 
 
 @pytest.mark.network  # pre-commit pip-installs the hook's repository and its dependencies
@@ -53,9 +59,11 @@ def test_pre_commit_hooks(tmp_path, hook, pre_commit_home):
     repo = tmp_path / "user-repo"
     repo.mkdir()
     git("init", "-q", cwd=repo)
-    buggy = "def f(ub_overlap_ag, is_grad_enabled, x):\n    return ub_overlap_ag and x\n\n" \
-            "def g(ub_overlap_rs, is_grad_enabled):\n    ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n" \
-            "    return ub_overlap_rs\n"
+    buggy = (
+        "def f(ub_overlap_ag, is_grad_enabled, x):\n    return ub_overlap_ag and x\n\n"
+        "def g(ub_overlap_rs, is_grad_enabled):\n    ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n"
+        "    return ub_overlap_rs\n"
+    )
     (repo / "model.py").write_text(buggy)
     (repo / ".pre-commit-config.yaml").write_text(
         f"repos:\n  - repo: {ROOT}\n    rev: {rev}\n    hooks:\n      - id: {hook}\n"
@@ -71,7 +79,9 @@ def test_pre_commit_hooks(tmp_path, hook, pre_commit_home):
     # the fix hook rewrote the file (pre-commit fails a run that modifies files) ...
     assert "files were modified by this hook" in output
     # `ub_overlap_rs = ub_overlap_rs` would be left: the statement goes
-    assert (repo / "model.py").read_text() == buggy.replace("    ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n", "")
+    assert (repo / "model.py").read_text() == buggy.replace(
+        "    ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n", ""
+    )
     git("add", ".", cwd=repo)
     # ... and the rerun passes
     second = _pre_commit("run", "--all-files", cwd=repo, home=pre_commit_home)
@@ -98,8 +108,10 @@ def test_pre_commit_run_honours_exclude_and_nested_pyproject(tmp_path, pre_commi
     (repo / "vendored").mkdir(parents=True)
     (repo / "sub").mkdir()
     git("init", "-q", cwd=repo)
-    buggy = "def f(ub_overlap_rs, is_grad_enabled):\n    ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n" \
-            "    return ub_overlap_rs\n"
+    buggy = (
+        "def f(ub_overlap_rs, is_grad_enabled):\n    ub_overlap_rs = ub_overlap_rs and is_grad_enabled\n"
+        "    return ub_overlap_rs\n"
+    )
     for name in ("model.py", "vendored/lib.py", "sub/real.py", "sub/generated_x.py", "sub/legacy.py"):
         (repo / name).write_text(buggy)
     (repo / "pyproject.toml").write_text('[tool.gradgate]\nexclude = ["vendored"]\n')
@@ -110,17 +122,23 @@ def test_pre_commit_run_honours_exclude_and_nested_pyproject(tmp_path, pre_commi
     (repo / ".pre-commit-config.yaml").write_text(_local_hook("gradgate"))
     git("add", ".", cwd=repo)
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    result = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--all-files"], cwd=repo,
-                            capture_output=True, text=True,
-                            env={**env, **GIT_ENV, "PRE_COMMIT_HOME": str(pre_commit_home)})
+    result = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--all-files"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**env, **GIT_ENV, "PRE_COMMIT_HOME": str(pre_commit_home)},
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     reported = sorted(line.split(": GG001")[0] for line in result.stdout.splitlines() if ": GG001 " in line)
     assert reported == ["model.py:2:39", "sub/real.py:2:39"]
     # the same files named by hand with --no-force-exclude: excluded ones come back
     named = run_cli("check", "--no-force-exclude", "vendored/lib.py", "sub/generated_x.py", cwd=repo)
     assert named.returncode == 1
-    assert sorted(l.split(": GG001")[0] for l in named.stdout.decode().splitlines() if ": GG001 " in l) == [
-        "sub/generated_x.py:2:39", "vendored/lib.py:2:39"]
+    assert sorted(line.split(": GG001")[0] for line in named.stdout.decode().splitlines() if ": GG001 " in line) == [
+        "sub/generated_x.py:2:39",
+        "vendored/lib.py:2:39",
+    ]
 
 
 def test_codemod_patch_applies_to_a_te_fork(te_copy):
@@ -164,8 +182,9 @@ def test_libcst_codemod_gives_the_same_bytes_as_gradgate_fix(te_sources, tmp_pat
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
     def libcst_tool(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "libcst.tool", *args], cwd=by_codemod, env=env,
-                              capture_output=True, text=True)
+        return subprocess.run(
+            [sys.executable, "-m", "libcst.tool", *args], cwd=by_codemod, env=env, capture_output=True, text=True
+        )
 
     listed = libcst_tool("list")
     assert listed.returncode == 0, listed.stderr

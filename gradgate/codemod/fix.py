@@ -22,13 +22,16 @@ _RESOLVER = Resolver()
 
 
 class FixGradModeGates(VisitorBasedCodemodCommand):
-    DESCRIPTION = ("Remove grad-mode operands from forward-path predicates (gradgate's safe fixes; "
-                   "--unsafe-fixes for the unsafe ones too).")
+    DESCRIPTION = (
+        "Remove grad-mode operands from forward-path predicates (gradgate's safe fixes; "
+        "--unsafe-fixes for the unsafe ones too)."
+    )
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
-        arg_parser.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true",
-                                help="Also apply gradgate's unsafe fixes.")
+        arg_parser.add_argument(
+            "--unsafe-fixes", dest="unsafe_fixes", action="store_true", help="Also apply gradgate's unsafe fixes."
+        )
 
     def __init__(self, context: CodemodContext, unsafe_fixes: bool = False) -> None:
         super().__init__(context)

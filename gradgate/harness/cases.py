@@ -9,9 +9,6 @@ RECIPES = ("bf16", "fp8_delayed_scaling", "fp8_current_scaling", "mxfp8", "nvfp4
 MODES = ("no_grad", "grad", "checkpoint_reentrant", "checkpoint_non_reentrant")
 TE_VARIANTS = ("stock", "fixed")
 
-# Recipes that need a Blackwell (compute capability >= 10.0) GPU.
-BLACKWELL_RECIPES = ("mxfp8", "nvfp4")
-
 DEFAULT_PERF_SHAPES = "2048x2048,2048x8192,4096x4096,4096x8192,8192x8192,8192x16384"
 DEFAULT_PERF_RECIPES = "bf16,fp8_delayed_scaling"
 
@@ -49,9 +46,7 @@ def parse_choice_list(text: str, allowed: tuple[str, ...], what: str) -> tuple[s
         raise ValueError(f"no {what} given")
     unknown = [name for name in names if name not in allowed]
     if unknown:
-        raise ValueError(
-            f"unknown {what} {', '.join(map(repr, unknown))}; choose from {', '.join(allowed)} or all"
-        )
+        raise ValueError(f"unknown {what} {', '.join(map(repr, unknown))}; choose from {', '.join(allowed)} or all")
     return tuple(name for name in allowed if name in names)
 
 

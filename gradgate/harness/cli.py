@@ -122,8 +122,15 @@ def _fixed_te(overlay_dir: Path | None) -> launcher.FixedTE:
     return fixed
 
 
-def _run_variants(variants: list[str], output: Path, opts: dict, nproc: int, fixed: launcher.FixedTE | None,
-                  ub_multicast: bool, timeout: int) -> tuple[dict[str, dict], dict[str, str]]:
+def _run_variants(
+    variants: list[str],
+    output: Path,
+    opts: dict,
+    nproc: int,
+    fixed: launcher.FixedTE | None,
+    ub_multicast: bool,
+    timeout: int,
+) -> tuple[dict[str, dict], dict[str, str]]:
     runs: dict[str, dict] = {}
     run_errors: dict[str, str] = {}
     for i, variant in enumerate(variants):
@@ -155,53 +162,103 @@ def _settings(te_mode: str, nproc: int, opts: dict, ub_multicast: bool) -> dict[
         "perf_recipes": list(opts["perf_recipes"]) if opts["perf_shapes"] else [],
         "ub_multicast": ub_multicast,
         "rank_env": {
-            k: launcher.rank_environment(None, ub_multicast).get(k) for k in ("CUDA_DEVICE_MAX_CONNECTIONS", "UB_SKIPMC")
+            k: launcher.rank_environment(None, ub_multicast).get(k)
+            for k in ("CUDA_DEVICE_MAX_CONNECTIONS", "UB_SKIPMC")
         },
     }
 
 
 @click.command("harness", context_settings={"show_default": True})
-@click.option("--te", "te_mode", type=click.Choice(["stock", "fixed", "both"]), default="both",
-              help="TE under test: the installed one, an overlay fixed by `gradgate fix`, or both.")
-@click.option("--nproc-per-node", type=click.IntRange(min=2), default=None,
-              help="Ranks (= GPUs = TP size). Default: all visible GPUs.")
-@click.option("--output", "-o", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("gradgate-harness-report"), help="Folder for report.json/.md/speedup.png.")
-@click.option("--modules", default="all", callback=_choice_list(MODULES, "module"),
-              help=f"Comma list of {', '.join(MODULES)}, or all.")
-@click.option("--recipes", default="all", callback=_choice_list(RECIPES, "recipe"),
-              help=f"Comma list of {', '.join(RECIPES)}, or all.")
-@click.option("--modes", default="all", callback=_choice_list(MODES, "mode"),
-              help=f"Comma list of {', '.join(MODES)}, or all.")
-@click.option("--hidden-size", type=click.IntRange(min=16), default=None,
-              help="Hidden size of the cases. Default: 1024 rounded up to a multiple of 16 * TP.")
-@click.option("--seq-length", type=click.IntRange(min=16), default=None,
-              help="Global sequence length of the cases (split over the ranks). "
-                   "Default: 2048 rounded up to a multiple of 16 * TP.")
+@click.option(
+    "--te",
+    "te_mode",
+    type=click.Choice(["stock", "fixed", "both"]),
+    default="both",
+    help="TE under test: the installed one, an overlay fixed by `gradgate fix`, or both.",
+)
+@click.option(
+    "--nproc-per-node",
+    type=click.IntRange(min=2),
+    default=None,
+    help="Ranks (= GPUs = TP size). Default: all visible GPUs.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("gradgate-harness-report"),
+    help="Folder for report.json/.md/speedup.png.",
+)
+@click.option(
+    "--modules",
+    default="all",
+    callback=_choice_list(MODULES, "module"),
+    help=f"Comma list of {', '.join(MODULES)}, or all.",
+)
+@click.option(
+    "--recipes",
+    default="all",
+    callback=_choice_list(RECIPES, "recipe"),
+    help=f"Comma list of {', '.join(RECIPES)}, or all.",
+)
+@click.option(
+    "--modes", default="all", callback=_choice_list(MODES, "mode"), help=f"Comma list of {', '.join(MODES)}, or all."
+)
+@click.option(
+    "--hidden-size",
+    type=click.IntRange(min=16),
+    default=None,
+    help="Hidden size of the cases. Default: 1024 rounded up to a multiple of 16 * TP.",
+)
+@click.option(
+    "--seq-length",
+    type=click.IntRange(min=16),
+    default=None,
+    help="Global sequence length of the cases (split over the ranks). "
+    "Default: 2048 rounded up to a multiple of 16 * TP.",
+)
 @click.option("--batch-size", type=click.IntRange(min=1), default=2, help="Micro-batch size of the cases.")
 @click.option("--seed", type=int, default=1234)
 @click.option("--perf/--no-perf", default=True, help="Run the forward-only speed sweep (with the last TE run).")
-@click.option("--perf-shapes", default=DEFAULT_PERF_SHAPES, callback=_perf_shapes,
-              help="HIDDENxSEQ comma list for the speed sweep.")
+@click.option(
+    "--perf-shapes",
+    default=DEFAULT_PERF_SHAPES,
+    callback=_perf_shapes,
+    help="HIDDENxSEQ comma list for the speed sweep.",
+)
 @click.option("--perf-recipes", default=DEFAULT_PERF_RECIPES, callback=_choice_list(RECIPES, "recipe"))
 @click.option("--perf-modules", default="all", callback=_choice_list(MODULES, "module"))
 @click.option("--perf-batch-size", type=click.IntRange(min=1), default=1)
 @click.option("--perf-warmup", type=click.IntRange(min=0), default=20, help="Untimed forwards first.")
 @click.option("--perf-repeats", type=click.IntRange(min=1), default=20, help="Timed forwards per round.")
-@click.option("--perf-rounds", type=click.IntRange(min=1), default=3,
-              help="Alternating rounds of reference / overlap timing.")
-@click.option("--overlay-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Build the fixed TE overlay here and keep it (default: a temporary folder, removed).")
-@click.option("--bootstrap-backend", type=click.Choice(["nccl", "gloo", "mpi"]), default="nccl",
-              help="torch.distributed backend used to bootstrap UserBuffers.")
-@click.option("--ub-multicast/--no-ub-multicast", default=False,
-              help="Let UserBuffers use NVLink multicast (off: UB_SKIPMC=1, CUDA IPC).")
-@click.option("--timeout", type=click.IntRange(min=0), default=0,
-              help="Seconds allowed per torchrun run; 0 = no limit.")
+@click.option(
+    "--perf-rounds", type=click.IntRange(min=1), default=3, help="Alternating rounds of reference / overlap timing."
+)
+@click.option(
+    "--overlay-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Build the fixed TE overlay here and keep it (default: a temporary folder, removed).",
+)
+@click.option(
+    "--bootstrap-backend",
+    type=click.Choice(["nccl", "gloo", "mpi"]),
+    default="nccl",
+    help="torch.distributed backend used to bootstrap UserBuffers.",
+)
+@click.option(
+    "--ub-multicast/--no-ub-multicast",
+    default=False,
+    help="Let UserBuffers use NVLink multicast (off: UB_SKIPMC=1, CUDA IPC).",
+)
+@click.option(
+    "--timeout", type=click.IntRange(min=0), default=0, help="Seconds allowed per torchrun run; 0 = no limit."
+)
 @click.option("--dry-run", is_flag=True, help="Print the torchrun command lines and exit.")
 @click.pass_context
-def harness(ctx: click.Context, te_mode, nproc_per_node, output, overlay_dir, ub_multicast, timeout,
-            dry_run, perf, **opts):
+def harness(
+    ctx: click.Context, /, te_mode, nproc_per_node, output, overlay_dir, ub_multicast, timeout, dry_run, perf, **opts
+):
     """Check on GPUs that gradgate's fix makes TE take the UserBuffers overlap under no_grad."""
     nproc = _ranks(nproc_per_node)
     _case_shape(opts, nproc)
@@ -220,12 +277,17 @@ def harness(ctx: click.Context, te_mode, nproc_per_node, output, overlay_dir, ub
         if fixed is not None and fixed.temporary is not None:
             shutil.rmtree(fixed.temporary, ignore_errors=True)
     report = report_mod.merge_runs(
-        runs, command=_reconstruct_command(ctx), fix=fixed.info if fixed else None,
-        run_errors=run_errors, settings=_settings(te_mode, nproc, opts, ub_multicast),
+        runs,
+        command=_reconstruct_command(ctx),
+        fix=fixed.info if fixed else None,
+        run_errors=run_errors,
+        settings=_settings(te_mode, nproc, opts, ub_multicast),
     )
     written = report_mod.write_report(report, output)
     for line in report_mod.verdict_lines(report):
         click.echo(line)
-    click.echo(f"gradgate harness: wrote {written['json']}, {written['md']}"
-               + (f", {written['png']}" if written["png"] else f" (no PNG: {written['png_note']})"))
+    click.echo(
+        f"gradgate harness: wrote {written['json']}, {written['md']}"
+        + (f", {written['png']}" if written["png"] else f" (no PNG: {written['png_note']})")
+    )
     ctx.exit(report_mod.exit_code(report))

@@ -177,8 +177,9 @@ def build_fixed_te(original: Path, root: Path, temporary: Path | None) -> FixedT
     return FixedTE(root, info, changed, temporary)
 
 
-def run_variant(cmd: list[str], env: dict[str, str], result_file: Path,
-                timeout: float | None) -> tuple[dict | None, str | None]:
+def run_variant(
+    cmd: list[str], env: dict[str, str], result_file: Path, timeout: float | None
+) -> tuple[dict | None, str | None]:
     """Run one TE variant's torchrun; (rank 0's result or None, what went wrong or None).
     Raises OSError when torchrun cannot start."""
     if result_file.exists():

@@ -50,7 +50,7 @@ def locate_installed_package(name: str = PACKAGE) -> Path:
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         raise OverlayError(f"cannot find an installed {name!r} package on sys.path")
-    return Path(list(spec.submodule_search_locations)[0]).resolve()
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
 @dataclass
@@ -114,11 +114,7 @@ def build_overlay(original_dir: Path, overlay_root: Path) -> Overlay:
             overlay.copied.append(str(rel))
 
     for sibling in sorted(original_dir.parent.iterdir()):
-        if (
-            sibling.name.startswith(SIBLING_LIB_PREFIXES)
-            and is_shared_library(sibling.name)
-            and sibling.is_file()
-        ):
+        if sibling.name.startswith(SIBLING_LIB_PREFIXES) and is_shared_library(sibling.name) and sibling.is_file():
             dst = overlay_root / sibling.name
             if dst.is_symlink() or dst.exists():
                 dst.unlink()
@@ -179,7 +175,7 @@ def gradgate_command(python: str = sys.executable) -> list[str]:
 
 def run_check_json(target: Path, python: str = sys.executable, cwd: Path | None = None):
     """Run ``gradgate check --format json target``; return (exit_code, findings or None, proc)."""
-    cmd = gradgate_command(python) + ["check", "--format", "json", str(target)]
+    cmd = [*gradgate_command(python), "check", "--format", "json", str(target)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_gradgate_env(), cwd=cwd)
     findings = None
     if proc.returncode in (0, 1):
@@ -197,7 +193,7 @@ def apply_fix(package_dir: Path, python: str = sys.executable) -> FixRun:
     package_dir = Path(package_dir)
     cwd = package_dir.parent
     _, before, _ = run_check_json(package_dir, python, cwd=cwd)
-    cmd = gradgate_command(python) + ["fix", str(package_dir)]
+    cmd = [*gradgate_command(python), "fix", str(package_dir)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_gradgate_env(), cwd=cwd)
     _, after, _ = run_check_json(package_dir, python, cwd=cwd)
     before, after = _relative_paths(before, cwd), _relative_paths(after, cwd)
@@ -267,14 +263,10 @@ def diff_overlay(original_dir: Path, package_dir: Path) -> list[ChangedFile]:
         shown = str(Path(package_dir.name) / rel)
         hunks = [
             {"original": _line_range(i1, i2), "fixed": _line_range(j1, j2)}
-            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
-                None, old_lines, new_lines, autojunk=False
-            ).get_opcodes()
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes()
             if tag != "equal"
         ]
-        diff = "".join(
-            difflib.unified_diff(old_lines, new_lines, f"a/{shown}", f"b/{shown}", n=1)
-        )
+        diff = "".join(difflib.unified_diff(old_lines, new_lines, f"a/{shown}", f"b/{shown}", n=1))
         changed.append(ChangedFile(path=shown, hunks=hunks, diff=diff))
     return changed
 
@@ -294,7 +286,5 @@ def build_fixed_overlay(original_dir: Path, overlay_root: Path, python: str = sy
         )
     changed = diff_overlay(overlay.original_dir, overlay.package_dir)
     if not changed:
-        raise OverlayError(
-            f"`{' '.join(fix.command)}` exited {fix.exit_code} but changed no file of the overlay"
-        )
+        raise OverlayError(f"`{' '.join(fix.command)}` exited {fix.exit_code} but changed no file of the overlay")
     return overlay, fix, changed

@@ -11,7 +11,6 @@ Nothing here imports torch or transformer_engine.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 MARKER = ".gradgate-overlay"

@@ -60,8 +60,7 @@ class OverlapProbe:
         for module_name in self._te_modules:
             out += [
                 Probe(f"{module_name}:get_ub", "get_ub", describe=self._describe_get_ub, on_result=self._name_ub),
-                Probe(f"{module_name}:fill_userbuffers_buffer_for_all_gather", "fill_ag",
-                      describe=self._describe_fill),
+                Probe(f"{module_name}:fill_userbuffers_buffer_for_all_gather", "fill_ag", describe=self._describe_fill),
                 Probe(f"{module_name}:general_gemm", "gemm", describe=self._describe_gemm),
             ]
         return out

@@ -244,7 +244,9 @@ def case_line(case: dict) -> str:
         return f"{head} skipped: {case['skipped']}"
     if "error" in case:
         return f"{head} ERROR {case['error']}"
-    per_forward = ", ".join(f"{f['phase']}={'overlap' if f['overlap_used'] else 'no-overlap'}" for f in case["forwards"])
+    per_forward = ", ".join(
+        f"{f['phase']}={'overlap' if f['overlap_used'] else 'no-overlap'}" for f in case["forwards"]
+    )
     return (
         f"{head} overlap_used={case['overlap_used']} ({per_forward}) "
         f"matches_reference={case['matches_reference']} max_abs_diff={case['max_abs_diff']} "

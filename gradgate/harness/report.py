@@ -40,9 +40,7 @@ def merge_runs(
             if key not in ("transformer_engine_path", "cases_seconds", "performance_seconds"):
                 environment.setdefault(key, value)
     environment["transformer_engine_paths"] = {
-        v: runs[v].get("environment", {}).get("transformer_engine_path")
-        for v in TE_VARIANTS
-        if v in runs
+        v: runs[v].get("environment", {}).get("transformer_engine_path") for v in TE_VARIANTS if v in runs
     }
     for variant in TE_VARIANTS:
         if variant in runs and not runs[variant].get("complete") and variant not in run_errors:
@@ -144,7 +142,9 @@ def verdict_lines(report: dict) -> list[str]:
     for entry in report.get("performance", []):
         status, text = perf_verdict(entry)
         if status in ("FAIL", "BUG", "ERROR"):
-            label = f"{entry['te']:<5} {entry['module']:<15} {entry['recipe']:<20} perf {entry['hidden']}x{entry['seq']}"
+            label = (
+                f"{entry['te']:<5} {entry['module']:<15} {entry['recipe']:<20} perf {entry['hidden']}x{entry['seq']}"
+            )
             lines.append(f"{status:<5} {label} {text}")
     for variant, error in (report.get("run_errors") or {}).items():
         lines.append(f"ERROR {variant:<5} run: {error}")
@@ -202,13 +202,7 @@ def _index(cases: list[dict]) -> dict:
 
 def _ordered_keys(cases: list[dict]) -> list[tuple[str, str, str]]:
     seen = {(c["module"], c["recipe"], c["mode"]) for c in cases}
-    return [
-        (m, r, mode)
-        for r in RECIPES
-        for m in MODULES
-        for mode in MODES
-        if (m, r, mode) in seen
-    ]
+    return [(m, r, mode) for r in RECIPES for m in MODULES for mode in MODES if (m, r, mode) in seen]
 
 
 def _overall_verdict(report: dict) -> str:
@@ -224,11 +218,13 @@ def _overall_verdict(report: dict) -> str:
     if fixed:
         ok = sum(1 for c in fixed if case_verdict(c)[0] == "PASS")
         parts.append(
-            f"Fixed TE (gradgate autofix): overlap path taken and output matching the reference in {ok}/{len(fixed)} cases."
+            "Fixed TE (gradgate autofix): overlap path taken and output matching the reference in "
+            f"{ok}/{len(fixed)} cases."
         )
     if stock:
         parts.append(
-            f"Stock TE: requested overlap dropped under no_grad (TE #2902 reproduced) in {len(stock_bug)}/{len(stock)} cases."
+            "Stock TE: requested overlap dropped under no_grad (TE #2902 reproduced) in "
+            f"{len(stock_bug)}/{len(stock)} cases."
         )
     return " ".join(parts)
 
@@ -266,7 +262,10 @@ def _header_section(report: dict) -> list[str]:
 def _environment_section(env: dict) -> list[str]:
     out = ["## Environment", "", "| | |", "| --- | --- |"]
     rows = [
-        ("GPUs (= TP size)", f"{env.get('gpus')} x {env.get('gpu_name')} (compute capability {env.get('compute_capability')})"),
+        (
+            "GPUs (= TP size)",
+            f"{env.get('gpus')} x {env.get('gpu_name')} (compute capability {env.get('compute_capability')})",
+        ),
         ("torch", f"{env.get('torch')} (CUDA {env.get('cuda')}, NCCL {env.get('nccl')})"),
         ("transformer_engine", env.get("transformer_engine")),
         ("python", env.get("python")),
@@ -289,11 +288,14 @@ def _checked_section(report: dict) -> list[str]:
         "",
         "Each case builds the module with the overlap requested and a reference module without it, "
         "copies the weights over (bitwise equal), runs both on the same sequence-parallel input shard "
-        f"(global sequence {shape.get('seq', '?')}, batch {shape.get('batch', '?')}, hidden {shape.get('hidden', '?')}, "
-        "BF16 parameters) and compares the output and, where there is a backward, the input and every parameter gradient.",
+        f"(global sequence {shape.get('seq', '?')}, batch {shape.get('batch', '?')}, "
+        f"hidden {shape.get('hidden', '?')}, BF16 parameters) and compares the output and, where there is a "
+        "backward, the input and every parameter gradient.",
         "",
-        "- `te.LayerNormLinear(hidden, 3*hidden, parallel_mode=\"column\", sequence_parallel=True, ub_overlap_ag=True, ub_name=\"qkv\")`",
-        "- `te.LayerNormMLP(hidden, 4*hidden, set_parallel_mode=True, sequence_parallel=True, ub_overlap_ag=True, ub_overlap_rs=True)`",
+        '- `te.LayerNormLinear(hidden, 3*hidden, parallel_mode="column", sequence_parallel=True, '
+        'ub_overlap_ag=True, ub_name="qkv")`',
+        "- `te.LayerNormMLP(hidden, 4*hidden, set_parallel_mode=True, sequence_parallel=True, "
+        "ub_overlap_ag=True, ub_overlap_rs=True)`",
         f"- Modes: {', '.join(MODE_TEXT[m] for m in modes)}.",
         "- Overlap path observed, not timed: TE's `fill_userbuffers_buffer_for_all_gather`, `get_ub` and "
         "`general_gemm` are wrapped in the `layernorm_linear` / `layernorm_mlp` module namespaces and calls are "
@@ -301,7 +303,8 @@ def _checked_section(report: dict) -> list[str]:
         "or `fc1_fprop` (LayerNormMLP) UserBuffers buffer and ran the GEMM with `ub_type=AG` on it; LayerNormMLP "
         "also needs a `ub_type=RS` GEMM on `fc2_fprop` (reduce-scatter overlap).",
         "- Match: BF16 must be bitwise equal; FP8 within |test - ref| <= atol + rtol * |ref| elementwise, "
-        "atol 0.0625, rtol 0.125 (the tolerances of TE's own overlap test). Differences are the largest over all ranks.",
+        "atol 0.0625, rtol 0.125 (the tolerances of TE's own overlap test). "
+        "Differences are the largest over all ranks.",
         "",
     ]
 
@@ -371,7 +374,9 @@ def _results_section(report: dict) -> list[str]:
         f_over, f_match = _result_columns(fixed)
         diffs = " / ".join(_fmt_diff(c.get("max_abs_diff")) if c else "-" for c in (stock, fixed))
         verdicts = " / ".join(case_verdict(c)[0] if c else "-" for c in (stock, fixed))
-        out.append(f"| {module} | {recipe} | {mode} | {s_over} | {s_match} | {f_over} | {f_match} | {diffs} | {verdicts} |")
+        out.append(
+            f"| {module} | {recipe} | {mode} | {s_over} | {s_match} | {f_over} | {f_match} | {diffs} | {verdicts} |"
+        )
     checkpointing = "checkpointing has a first forward under no_grad and a recompute with grad"
     if any(c["mode"] == "checkpoint_non_reentrant" for c in cases):
         checkpointing = (
@@ -538,14 +543,15 @@ def render_plot(report: dict, path: Path) -> str | None:
                 ys.append(e["speedup"])
         bars = ax.bar(xs, ys, width=width * 0.95, label=f"{module} {recipe}")
         for x, y in zip(xs, ys):
-            ax.annotate(f"{y:.2f}", (x, y), ha="center", va="bottom", fontsize=7, xytext=(0, 1),
-                        textcoords="offset points")
+            ax.annotate(
+                f"{y:.2f}", (x, y), ha="center", va="bottom", fontsize=7, xytext=(0, 1), textcoords="offset points"
+            )
         del bars
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xticks(range(len(shapes)))
     ax.set_xticklabels([f"h={h}\ns={s}" for h, s in shapes])
     ys_all = [e["speedup"] for e in perf]
-    lo, hi = min(ys_all + [1.0]), max(ys_all + [1.0])
+    lo, hi = min([*ys_all, 1.0]), max([*ys_all, 1.0])
     pad = max(0.02, (hi - lo) * 0.15)
     ax.set_ylim(max(0.0, lo - pad), hi + pad)
     ax.set_ylabel("speedup (no-overlap time / overlap time)")
@@ -590,4 +596,3 @@ def load_report(path: Path) -> dict:
         if key not in report:
             raise ValueError(f"{path}: not a harness report (no {key!r})")
     return report
-

@@ -43,8 +43,8 @@ class ModuleAnalysis:
     def __init__(self, tree: ast.Module, config: Config, text: str | None = None) -> None:
         self.tree = tree
         self.config = config
-        self._lines = _LineIndex(text) if text is not None else None
-        self.index = ModuleIndex(tree, config, (lambda w: self._lines.lines_with({w})) if self._lines else None)
+        self._lines = lines = _LineIndex(text) if text is not None else None
+        self.index = ModuleIndex(tree, config, (lambda w: lines.lines_with({w})) if lines is not None else None)
         self.bdd = Manager()
         self.context = Context(self.index, self.bdd)
         self.results: dict[str | None, FunctionResult] = {}
@@ -88,8 +88,12 @@ class ModuleAnalysis:
             if summary == previous:
                 break
             previous = summary
-            words = words | {q.rsplit(".", 1)[-1] for q in self.context.returns} | set(self.context.attributes) | {
-            attr for (_, attr), v in self.context.class_attributes.items() if v is not PLAIN}
+            words = (
+                words
+                | {q.rsplit(".", 1)[-1] for q in self.context.returns}
+                | set(self.context.attributes)
+                | {attr for (_, attr), v in self.context.class_attributes.items() if v is not PLAIN}
+            )
             after = self._context_state()
             stale = self._affected(before, after)
             before = after
@@ -105,7 +109,9 @@ class ModuleAnalysis:
             "class_attributes": {k: v.bdd for k, v in c.class_attributes.items()},
         }
 
-    def _affected(self, before: dict[str, dict[object, object]], after: dict[str, dict[object, object]]) -> set[str] | None:
+    def _affected(
+        self, before: dict[str, dict[object, object]], after: dict[str, dict[object, object]]
+    ) -> set[str] | None:
         """The functions whose interpretation a change of the summaries can change: those
         whose parameters' supply changed, and those whose lines name a changed return or
         attribute. None (all of them) where the text is not known."""
@@ -199,7 +205,7 @@ class ModuleAnalysis:
         kwarg = info.node.args.kwarg.arg if info.node.args.kwarg else None
         extra: dict[str, list[tuple[Value, CallSite]]] = {}
         for site in sites:
-            names = positional[site.skip:]
+            names = positional[site.skip :]
             for name, value in zip(names, site.args):
                 if value is None:
                     break
@@ -240,8 +246,11 @@ class ModuleAnalysis:
                 if item is not None:
                     agreed = True
                     site = supplies[0][1]
-                    step = Step(site.node.lineno, site.node.col_offset,
-                                f"packed in a tuple passed as `{name}` to `{info.qualname}`")
+                    step = Step(
+                        site.node.lineno,
+                        site.node.col_offset,
+                        f"packed in a tuple passed as `{name}` to `{info.qualname}`",
+                    )
                     items.append(Value(item.bdd, trail=(*item.trail, step)))
                 else:
                     items.append(Value(self.bdd.atom(("param-item", info.qualname, name, position))))
@@ -254,8 +263,9 @@ class ModuleAnalysis:
                 item = pure_grad_values([v.field(key) for v in values], self.bdd)  # type: ignore[misc]
                 if item is not None:
                     site = supplies[0][1]
-                    step = Step(site.node.lineno, site.node.col_offset,
-                                f"field `{key}` passed in `{name}` to `{info.qualname}`")
+                    step = Step(
+                        site.node.lineno, site.node.col_offset, f"field `{key}` passed in `{name}` to `{info.qualname}`"
+                    )
                     fields.append((key, Value(item.bdd, trail=(*item.trail, step))))
             if fields:
                 return Value(self.bdd.atom(("param", info.qualname, name)), fields=tuple(fields))
@@ -292,8 +302,10 @@ class ModuleAnalysis:
         bdd = self.bdd
         # each read is a variable of its own: set to its grad-on value (1) or off (0),
         # with the other reads at grad-on, a restriction of the decision shows what it does
-        reads = sorted(((o, result.read_vars[o]) for o in decision.origins if o in result.read_vars and o in result.origins),
-                       key=lambda r: _position(r[0]))
+        reads = sorted(
+            ((o, result.read_vars[o]) for o in decision.origins if o in result.read_vars and o in result.origins),
+            key=lambda r: _position(r[0]),
+        )
         present = bdd.support(decision.bdd)
         reads = [(o, v) for o, v in reads if v in present]
         all_on = {v: True for _, v in reads}
@@ -315,7 +327,8 @@ class ModuleAnalysis:
         for origin, _target, _value in gating:
             statement, _polarity, trail = result.origins[origin]
             coupled = tuple(
-                call for call, values in result.grad_taking_calls
+                call
+                for call, values in result.grad_taking_calls
                 if call.lineno != statement.lineno
                 and any(origin in v.origins for v in values)
                 and any(bdd.is_pure_grad(v.bdd) and origin not in v.origins for v in values)
@@ -336,8 +349,11 @@ def _find(result: FunctionResult, decision: Decision) -> Decision | None:
 
 
 def _shape(value: Value) -> object:
-    return (value.bdd, tuple(_shape(i) for i in value.items) if value.items else None,
-            tuple((k, _shape(v)) for k, v in value.fields) if value.fields else None)
+    return (
+        value.bdd,
+        tuple(_shape(i) for i in value.items) if value.items else None,
+        tuple((k, _shape(v)) for k, v in value.fields) if value.fields else None,
+    )
 
 
 def parents_of(statement: ast.AST, node: ast.AST) -> dict[ast.AST, ast.AST]:
@@ -375,15 +391,21 @@ def widen_to_pure_grad(origin: ast.AST, statement: ast.stmt, polarity: int = 1) 
         if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
             value = 1 - value
         elif (
-            isinstance(parent, ast.Compare) and len(parent.ops) == 1 and parent.left is node
-            and isinstance(parent.comparators[0], ast.Constant) and isinstance(parent.comparators[0].value, bool)
+            isinstance(parent, ast.Compare)
+            and len(parent.ops) == 1
+            and parent.left is node
+            and isinstance(parent.comparators[0], ast.Constant)
+            and isinstance(parent.comparators[0].value, bool)
             and isinstance(parent.ops[0], (ast.Eq, ast.Is, ast.NotEq, ast.IsNot))
         ):
             positive = isinstance(parent.ops[0], (ast.Eq, ast.Is)) == parent.comparators[0].value
             value = value if positive else 1 - value
         elif (
-            isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "bool"
-            and len(parent.args) == 1 and not parent.keywords
+            isinstance(parent, ast.Call)
+            and isinstance(parent.func, ast.Name)
+            and parent.func.id == "bool"
+            and len(parent.args) == 1
+            and not parent.keywords
         ):
             pass
         else:
@@ -406,4 +428,4 @@ class _LineIndex:
         return sorted(found)
 
 
-__all__ = ["Entry", "ModuleAnalysis", "parents_of", "widen_to_pure_grad", "replace"]
+__all__ = ["Entry", "ModuleAnalysis", "parents_of", "replace", "widen_to_pure_grad"]

@@ -29,7 +29,6 @@ class Manager:
         self._nodes: list[tuple[int, int, int]] = [(1 << 30, 0, 0), (1 << 30, 1, 1)]
         self._unique: dict[tuple[int, int, int], int] = {}
         self._atoms: dict[Hashable, int] = {"<grad mode>": GRAD}
-        self._names: list[Hashable] = ["<grad mode>"]
         self._and: dict[tuple[int, int], int] = {}
         self._not: dict[int, int] = {}
         self._restrict: dict[tuple[int, int, bool], int] = {}
@@ -44,12 +43,8 @@ class Manager:
         """The diagram of the atom named ``key`` (made on first use)."""
         var = self._atoms.get(key)
         if var is None:
-            var = self._atoms[key] = len(self._names)
-            self._names.append(key)
+            var = self._atoms[key] = len(self._atoms)
         return self._mk(var, FALSE, TRUE)
-
-    def atom_name(self, var: int) -> Hashable:
-        return self._names[var]
 
     @property
     def grad(self) -> int:

@@ -12,6 +12,7 @@ carries a plan out (:mod:`gradgate.fixes`); it decides nothing.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from .analysis import parents_of
@@ -40,12 +41,18 @@ class FixPlan:
     elif_clause: bool = False
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their own endings, split where CPython's tokenizer splits them."""
+    return _LINE.findall(text)
+
+
 class SourceLines:
     """The file's lines, for positions in characters and for comments."""
 
     def __init__(self, text: str, tree: ast.Module | None = None) -> None:
-        from ..engine import split_lines
-
         self.lines = split_lines(text)
         self._encoded: dict[int, bytes] = {}
         self._comment_cache: dict[tuple[int, int], set[tuple[int, int]]] = {}
@@ -63,9 +70,10 @@ class SourceLines:
         return len(encoded[:byte_column].decode("utf-8", "replace"))
 
     def span(self, node: ast.AST) -> Span:
-        line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
-        return (line, self.column(line, node.col_offset),  # type: ignore[attr-defined]
-                end_line, self.column(end_line, node.end_col_offset or 0))  # type: ignore[attr-defined]
+        # ast.AST declares no positions; every node this is asked about has them
+        line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
+        end_line, end_column = node.end_lineno or line, node.end_col_offset or 0  # type: ignore[attr-defined]
+        return (line, self.column(line, column), end_line, self.column(end_line, end_column))
 
     def comment_between(self, start: tuple[int, int], end: tuple[int, int]) -> bool:
         """Is there a comment token from ``start`` (inclusive) to ``end`` (exclusive)?
@@ -92,7 +100,7 @@ class SourceLines:
             import tokenize
 
             found = set()
-            chunk = "".join(self.lines[low - 1:high])
+            chunk = "".join(self.lines[low - 1 : high])
             try:
                 # newline=None: a lone CR ends a line, as CPython's tokenizer has it
                 for token in tokenize.generate_tokens(io.StringIO(chunk, newline=None).readline):
@@ -108,12 +116,18 @@ class SourceLines:
         line, column, end_line, end_column = span
         if line == end_line:
             return self.lines[line - 1][column:end_column]
-        parts = [self.lines[line - 1][column:], *self.lines[line:end_line - 1], self.lines[end_line - 1][:end_column]]
+        parts = [self.lines[line - 1][column:], *self.lines[line : end_line - 1], self.lines[end_line - 1][:end_column]]
         return "".join(parts)
 
 
-def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: "BlockIndex",
-         source: SourceLines, fixed_too: frozenset[ast.AST] = frozenset()) -> FixPlan | None:
+def plan(
+    target: ast.AST,
+    value: int,
+    statement: ast.stmt,
+    block_of: BlockIndex,
+    source: SourceLines,
+    fixed_too: frozenset[ast.AST] = frozenset(),
+) -> FixPlan | None:
     """The plan that sets ``target`` (a grad-mode expression) to ``value`` inside
     ``statement``, or None (report only). ``block_of`` finds the node and list holding
     a statement; ``fixed_too`` are the other reads the same fix run sets (a chain of
@@ -121,7 +135,7 @@ def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: "BlockIndex
     span = source.span(statement)
     if span[2] - span[0] > MAX_STATEMENT_LINES or len(source.text(span)) > MAX_STATEMENT_CHARS:
         return None  # LibCST on it would cost far more than the check: report only
-    if "\r\x0c" in "".join(source.lines[max(span[0] - 2, 0):span[2] + 1]):
+    if "\r\x0c" in "".join(source.lines[max(span[0] - 2, 0) : span[2] + 1]):
         return None  # a form feed after a lone CR: LibCST's tokenizer and CPython's part there
     parents = parents_of(statement, target)
     parent = parents.get(target)
@@ -151,8 +165,11 @@ def plan(target: ast.AST, value: int, statement: ast.stmt, block_of: "BlockIndex
     if isinstance(parent, (ast.List, ast.Tuple)):
         call = parents_of(statement, parent).get(parent)
         if (
-            isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in ("all", "any")
-            and len(call.args) == 1 and value == (1 if call.func.id == "all" else 0)
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id in ("all", "any")
+            and len(call.args) == 1
+            and value == (1 if call.func.id == "all" else 0)
             and len(parent.elts) >= (3 if isinstance(parent, ast.Tuple) else 2)
         ):
             return FixPlan(statement, "remove-element", source.span(parent), source.span(target))
@@ -167,8 +184,13 @@ def _comment_inside(node: ast.AST, source: SourceLines) -> bool:
     return source.comment_between((line, column), (end_line, end_column))
 
 
-def _replace(node: ast.AST, kept: ast.AST, statement: ast.stmt,
-             block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines) -> FixPlan | None:
+def _replace(
+    node: ast.AST,
+    kept: ast.AST,
+    statement: ast.stmt,
+    block_of: BlockIndex,
+    source: SourceLines,
+) -> FixPlan | None:
     outer, inner = source.span(node), source.span(kept)
     if source.comment_between(outer[:2], inner[:2]) or source.comment_between(inner[2:], outer[2:]):
         return None
@@ -177,8 +199,13 @@ def _replace(node: ast.AST, kept: ast.AST, statement: ast.stmt,
     return FixPlan(statement, "replace-by-child", outer, inner)
 
 
-def _remove_operand(chain: ast.BoolOp, operand: ast.AST, statement: ast.stmt,
-                    block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines) -> FixPlan | None:
+def _remove_operand(
+    chain: ast.BoolOp,
+    operand: ast.AST,
+    statement: ast.stmt,
+    block_of: BlockIndex,
+    source: SourceLines,
+) -> FixPlan | None:
     values = chain.values
     index = values.index(operand)  # type: ignore[arg-type]
     span = source.span(operand)
@@ -198,23 +225,32 @@ def _is_self_assignment(statement: ast.stmt, value: ast.AST, kept: ast.AST) -> b
     if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is value:
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
         return len(targets) == 1 and ast.dump(targets[0], include_attributes=False).replace(
-            "ctx=Store()", "ctx=Load()") == ast.dump(kept, include_attributes=False)
+            "ctx=Store()", "ctx=Load()"
+        ) == ast.dump(kept, include_attributes=False)
     return False
 
 
-def _statement_plan(statement: ast.stmt, target: ast.AST, value: int,
-                    block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines) -> FixPlan | None:
+def _statement_plan(
+    statement: ast.stmt,
+    target: ast.AST,
+    value: int,
+    block_of: BlockIndex,
+    source: SourceLines,
+) -> FixPlan | None:
     if isinstance(statement, ast.If) and statement.test is target:
         holder, _block = block_of.get(statement, (None, []))
         elif_clause = (
-            isinstance(holder, ast.If) and holder.orelse == [statement]
+            isinstance(holder, ast.If)
+            and holder.orelse == [statement]
             and source.lines[statement.lineno - 1].lstrip().startswith("elif")
         )
         top = _top_if(statement, block_of, source) if elif_clause else statement
         test_span = source.span(statement.test)
         header_end = (statement.body[0].lineno, 0)
-        if source.comment_between(test_span[:2], (test_span[0], len(source.lines[test_span[0] - 1]))) and \
-                statement.body[0].lineno == test_span[2]:
+        if (
+            source.comment_between(test_span[:2], (test_span[0], len(source.lines[test_span[0] - 1])))
+            and statement.body[0].lineno == test_span[2]
+        ):
             return None  # `if grad: x = 1  # comment` on one line
         if value:
             if statement.orelse and _has_comment_in(statement.orelse, source, else_header=statement):
@@ -228,7 +264,9 @@ def _statement_plan(statement: ast.stmt, target: ast.AST, value: int,
             return FixPlan(top, "keep-orelse", source.span(statement), elif_clause=True)
         return _statement_removal(statement, block_of, source)
     if isinstance(statement, ast.AugAssign) and statement.value is target:
-        if value == (1 if isinstance(statement.op, ast.BitAnd) else 0) and isinstance(statement.op, (ast.BitAnd, ast.BitOr)):
+        if value == (1 if isinstance(statement.op, ast.BitAnd) else 0) and isinstance(
+            statement.op, (ast.BitAnd, ast.BitOr)
+        ):
             return _statement_removal(statement, block_of, source)
         return None
     if isinstance(statement, ast.While) and statement.test is target and not value and not statement.orelse:
@@ -238,11 +276,15 @@ def _statement_plan(statement: ast.stmt, target: ast.AST, value: int,
     return None
 
 
-def _top_if(statement: ast.If, block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]], source: SourceLines) -> ast.stmt:
+def _top_if(statement: ast.If, block_of: BlockIndex, source: SourceLines) -> ast.stmt:
     node: ast.stmt = statement
     while True:
         holder, _ = block_of.get(node, (None, []))
-        if isinstance(holder, ast.If) and holder.orelse == [node] and source.lines[node.lineno - 1].lstrip().startswith("elif"):
+        if (
+            isinstance(holder, ast.If)
+            and holder.orelse == [node]
+            and source.lines[node.lineno - 1].lstrip().startswith("elif")
+        ):
             node = holder
         else:
             return node
@@ -254,14 +296,16 @@ def _has_comment_in(block: list[ast.stmt], source: SourceLines, else_header: ast
     start = (block[0].lineno, 0)
     if else_header is not None:  # from the end of the body: the `else:` line too
         last = else_header.body[-1]
-        start = (last.end_lineno or last.lineno, source.column(last.end_lineno or last.lineno, last.end_col_offset or 0))
+        start = (
+            last.end_lineno or last.lineno,
+            source.column(last.end_lineno or last.lineno, last.end_col_offset or 0),
+        )
     end_node = block[-1]
     end = (end_node.end_lineno or end_node.lineno, len(source.lines[(end_node.end_lineno or end_node.lineno) - 1]))
     return source.comment_between(start, end)
 
 
-def _statement_removal(statement: ast.stmt, block_of: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]],
-                       source: SourceLines) -> FixPlan | None:
+def _statement_removal(statement: ast.stmt, block_of: BlockIndex, source: SourceLines) -> FixPlan | None:
     """Remove ``statement``; its own comments would go with it (no plan then), the
     comment lines above it move to the next statement (no plan when there is none)."""
     span = source.span(statement)
@@ -270,8 +314,11 @@ def _statement_removal(statement: ast.stmt, block_of: dict[ast.stmt, tuple[ast.A
         return None
     holder, block = block_of.get(statement, (None, []))
     position = next((i for i, s in enumerate(block) if s is statement), -1)
-    previous_end = block[position - 1].end_lineno if position > 0 else (
-        getattr(holder, "lineno", 0) if holder is not None and not isinstance(holder, ast.Module) else 0)
+    previous_end = (
+        block[position - 1].end_lineno
+        if position > 0
+        else (getattr(holder, "lineno", 0) if holder is not None and not isinstance(holder, ast.Module) else 0)
+    )
     has_leading = source.comment_between(((previous_end or 0) + 1, 0), (statement.lineno, 0))
     if has_leading and position + 1 >= len(block):
         return None
@@ -288,7 +335,9 @@ class BlockIndex:
         self._tree = tree
         self._found: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]] = {}
 
-    def get(self, statement: ast.stmt, default: tuple[ast.AST | None, list[ast.stmt]] = (None, [])):
+    def get(
+        self, statement: ast.stmt, default: tuple[ast.AST | None, list[ast.stmt]] = (None, [])
+    ) -> tuple[ast.AST | None, list[ast.stmt]]:
         found = self._found.get(statement)
         if found is None:
             found = self._descend(statement)
@@ -306,7 +355,7 @@ class BlockIndex:
             chosen = None
             for block in _blocks_of(node):
                 at = bisect.bisect_right([s.lineno for s in block], line) - 1
-                for candidate in block[max(at, 0):at + 2] if at >= 0 else ():
+                for candidate in block[max(at, 0) : at + 2] if at >= 0 else ():
                     if candidate is statement:
                         return node, block
                     if candidate.lineno <= line <= (candidate.end_lineno or candidate.lineno):

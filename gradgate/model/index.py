@@ -128,7 +128,7 @@ def own_calls(node: ast.AST) -> Iterator[ast.Call]:
 
 
 class ModuleIndex:
-    def __init__(self, tree: ast.Module, config: Config, lines: "Callable[[str], list[int]] | None" = None) -> None:
+    def __init__(self, tree: ast.Module, config: Config, lines: Callable[[str], list[int]] | None = None) -> None:
         """``lines(word)``, the lines where a word occurs, lets the index skip the
         functions that cannot hold what a question looks for; without it, none is skipped."""
         self.tree = tree
@@ -171,14 +171,18 @@ class ModuleIndex:
                 bases = [qualify(d, self.aliases) for d in (dotted(b) for b in statement.bases) if d]
                 info_class = ClassInfo(statement, name, bases)
                 info_class.fields = [
-                    s.target.id for s in statement.body
+                    s.target.id
+                    for s in statement.body
                     if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
                 ]
                 self.classes.setdefault(name, info_class)
                 self._collect(statement.body, f"{name}.", name)
             elif isinstance(statement, (ast.If, ast.Try, ast.With)):  # `if TYPE_CHECKING:` and the like
-                for block in (getattr(statement, "body", []), getattr(statement, "orelse", []),
-                              getattr(statement, "finalbody", [])):
+                for block in (
+                    getattr(statement, "body", []),
+                    getattr(statement, "orelse", []),
+                    getattr(statement, "finalbody", []),
+                ):
                     self._collect(block, prefix, owner)
         for info_class in self.classes.values():
             info_class.autograd_function = self._is_autograd_function(info_class)
@@ -311,7 +315,9 @@ class ModuleIndex:
         """The module's import aliases, with the function's own imports over them."""
         found = self._aliases.get(info.qualname)
         if found is None:
-            local = import_aliases(s for s in own_statements(info.node.body) if isinstance(s, (ast.Import, ast.ImportFrom)))
+            local = import_aliases(
+                s for s in own_statements(info.node.body) if isinstance(s, (ast.Import, ast.ImportFrom))
+            )
             found = self._aliases[info.qualname] = {**self.aliases, **local} if local else self.aliases
         return found
 
@@ -372,7 +378,9 @@ class ModuleIndex:
 
 
 def _mentions_training(call: ast.Call) -> bool:
-    return any(isinstance(a, ast.Attribute) and a.attr == "training" for a in (*call.args, *(k.value for k in call.keywords)))
+    return any(
+        isinstance(a, ast.Attribute) and a.attr == "training" for a in (*call.args, *(k.value for k in call.keywords))
+    )
 
 
 def _parameters(args: ast.arguments) -> list[ast.arg]:
@@ -395,9 +403,7 @@ def _bound_at_top(tree: ast.Module) -> set[str]:
             targets: list[ast.AST] = []
             if isinstance(statement, ast.Assign):
                 targets = list(statement.targets)
-            elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
-                targets = [statement.target]
-            elif isinstance(statement, (ast.For, ast.AsyncFor)):
+            elif isinstance(statement, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
                 targets = [statement.target]
             for target in targets:
                 names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))

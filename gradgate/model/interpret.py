@@ -22,19 +22,31 @@ from .index import FunctionInfo, ModuleIndex, dotted, qualify
 from .values import Environment, FunctionRef, Step, Value
 
 _TRAINING_NAME = re.compile(r"^(is_)?train(ing)?(_mode)?$")
-_MODE_KEYWORDS = re.compile(r"^((is_)?train(ing)?(_mode)?|dropout(_p|_prob|_rate)?|p_?dropout|attention_dropout|hidden_dropout|deterministic)$")
+_MODE_KEYWORDS = re.compile(
+    r"^((is_)?train(ing)?(_mode)?|dropout(_p|_prob|_rate)?|p_?dropout|attention_dropout|hidden_dropout|deterministic)$"
+)
 _SELECTION_KEYWORDS = re.compile(r"(^|_)(group|pg|process_group)$")
 _MODE_SWITCHES = {"train": True, "eval": False}
 #: autograd's own mode switches: their argument is grad mode by design
-_AUTOGRAD_SWITCHES = frozenset({
-    "torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled",
-    "torch.inference_mode", "torch.autograd.inference_mode", "torch._C._set_grad_enabled",
-})
+_AUTOGRAD_SWITCHES = frozenset(
+    {
+        "torch.set_grad_enabled",
+        "torch.autograd.set_grad_enabled",
+        "torch.autograd.grad_mode.set_grad_enabled",
+        "torch.inference_mode",
+        "torch.autograd.inference_mode",
+        "torch._C._set_grad_enabled",
+    }
+)
 #: torch kernels whose positional parameter at this index is the training mode
 _MODE_POSITIONS = {
-    **{f"{m}.{f}": 2 for m in ("torch.nn.functional", "torch") for f in (
-        "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")},
-    "torch.nn.functional.batch_norm": 5, "torch.nn.functional.instance_norm": 5,
+    **{
+        f"{m}.{f}": 2
+        for m in ("torch.nn.functional", "torch")
+        for f in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
+    },
+    "torch.nn.functional.batch_norm": 5,
+    "torch.nn.functional.instance_norm": 5,
     "torch.nn.functional.rrelu": 3,
 }
 #: sequences longer than this are not followed item by item
@@ -151,8 +163,9 @@ class Context:
 
 
 class Interpreter:
-    def __init__(self, context: Context, info: FunctionInfo | None,
-                 overrides: dict[ast.AST, int] | None = None) -> None:
+    def __init__(
+        self, context: Context, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None
+    ) -> None:
         self.c = context
         self.bdd = context.bdd
         self.info = info
@@ -166,8 +179,7 @@ class Interpreter:
         self.pc_origins: frozenset[ast.AST] = frozenset()
         self.statement: ast.stmt | None = None
         #: join of the path conditions of each communication callee
-        self._comm: dict[str, tuple[int, frozenset[ast.AST], ast.AST]] = {}
-        self._flag_names_assigned: set[str] = set()
+        self._comm: dict[str, tuple[int, frozenset[ast.AST], ast.expr]] = {}
 
     # -- entry ----------------------------------------------------------------------------
     def run(self) -> FunctionResult:
@@ -196,16 +208,22 @@ class Interpreter:
         if name in seeds:
             return seeds[name]
         if name in self.c.grad_names and name not in supplied:
-            return self._grad(1, arg, Step(arg.lineno, arg.col_offset,
-                                           f"parameter `{name}` taken as grad mode (no caller in the module supplies it)"))
+            return self._grad(
+                1,
+                arg,
+                Step(
+                    arg.lineno,
+                    arg.col_offset,
+                    f"parameter `{name}` taken as grad mode (no caller in the module supplies it)",
+                ),
+            )
         return self._opaque(("param", self.qualname, name))
 
     # -- values -----------------------------------------------------------------------------
     def _opaque(self, key: object, origins: frozenset[ast.AST] = frozenset()) -> Value:
         return Value(self.bdd.atom(key), origins, ident=key)
 
-    def _grad(self, polarity: int, node: ast.AST, step: Step | None = None,
-              trail: tuple[Step, ...] = ()) -> Value:
+    def _grad(self, polarity: int, node: ast.AST, step: Step | None = None, trail: tuple[Step, ...] = ()) -> Value:
         bdd = self.bdd.grad if polarity > 0 else self.bdd.negate(self.bdd.grad)
         steps = trail + ((step,) if step else ())
         return Value(bdd, trail=steps)
@@ -248,7 +266,7 @@ class Interpreter:
             if s.value is not None:
                 self._bind(s.target, self._control(self.eval(s.value, env)), env, s)
         elif isinstance(s, ast.AugAssign):
-            old = self.eval(s.target, env, load_for_store=True)
+            old = self.eval(s.target, env)
             new = self._binop(s.op, old, self.eval(s.value, env), s)
             self._bind(s.target, self._control(new), env, s)
         elif isinstance(s, ast.Expr):
@@ -278,7 +296,7 @@ class Interpreter:
                     self._bind(item.optional_vars, self._opaque(("with", id(item))), env, s)
                 del value
             return self._block(s.body, env)
-        elif isinstance(s, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        elif isinstance(s, (ast.Try, ast.TryStar)):
             return self._try(s, env)
         elif isinstance(s, ast.Match):
             return self._match(s, env)
@@ -286,9 +304,11 @@ class Interpreter:
             # decorators, defaults and annotations run here, in the enclosing scope
             for expression in s.decorator_list:
                 self.eval(expression, env)
-            positional = [*s.args.posonlyargs, *s.args.args][-len(s.args.defaults):] if s.args.defaults else []
-            defaults = [*zip(positional, s.args.defaults),
-                        *((a, d) for a, d in zip(s.args.kwonlyargs, s.args.kw_defaults) if d is not None)]
+            positional = [*s.args.posonlyargs, *s.args.args][-len(s.args.defaults) :] if s.args.defaults else []
+            defaults = [
+                *zip(positional, s.args.defaults),
+                *((a, d) for a, d in zip(s.args.kwonlyargs, s.args.kw_defaults) if d is not None),
+            ]
             for arg, default in defaults:
                 value = self.eval(default, env)
                 if self.c.is_flag(arg.arg):  # a flag's default is a flag set
@@ -296,7 +316,8 @@ class Interpreter:
             info = self.index.by_node.get(s)
             env.values[s.name] = (
                 Value(TRUE, ident=("function", info.qualname), function=FunctionRef(info.qualname))
-                if info else self._opaque(("def", id(s)))
+                if info
+                else self._opaque(("def", id(s)))
             )
         elif isinstance(s, ast.ClassDef):
             for expression in (*s.decorator_list, *s.bases, *(k.value for k in s.keywords)):
@@ -308,17 +329,18 @@ class Interpreter:
             self.eval(s.test, env)
         elif isinstance(s, ast.Delete):
             for target in s.targets:
-                name = dotted(target)
-                if name is not None:
-                    env.values.pop(name, None)
+                deleted = dotted(target)
+                if deleted is not None:
+                    env.values.pop(deleted, None)
         return None
 
     def _control(self, value: Value) -> Value:
         """A value assigned under a path condition depends on it too."""
         return value.with_origins(self.pc_origins)
 
-    def _branch(self, condition: int, origins: frozenset[ast.AST], body: list[ast.stmt],
-                env: Environment) -> tuple[Environment, str | None, int, frozenset[ast.AST]]:
+    def _branch(
+        self, condition: int, origins: frozenset[ast.AST], body: list[ast.stmt], env: Environment
+    ) -> tuple[Environment, str | None, int, frozenset[ast.AST]]:
         saved = self.pc, self.pc_origins
         self.pc = self.bdd.conj(self.pc, condition)
         self.pc_origins = self.pc_origins | origins
@@ -333,12 +355,24 @@ class Interpreter:
         c = test.bdd
         then_env, then_end, then_pc, then_origins = self._branch(c, test.origins, s.body, env)
         else_env, else_end, else_pc, else_origins = self._branch(self.bdd.negate(c), test.origins, s.orelse, env)
-        return self._join(s, c, test.origins, env, (then_env, then_end, then_pc, then_origins),
-                          (else_env, else_end, else_pc, else_origins))
+        return self._join(
+            s,
+            c,
+            test.origins,
+            env,
+            (then_env, then_end, then_pc, then_origins),
+            (else_env, else_end, else_pc, else_origins),
+        )
 
-    def _join(self, s: ast.stmt, c: int, c_origins: frozenset[ast.AST], env: Environment,
-              then: tuple[Environment, str | None, int, frozenset[ast.AST]],
-              other: tuple[Environment, str | None, int, frozenset[ast.AST]]) -> str | None:
+    def _join(
+        self,
+        s: ast.stmt,
+        c: int,
+        c_origins: frozenset[ast.AST],
+        env: Environment,
+        then: tuple[Environment, str | None, int, frozenset[ast.AST]],
+        other: tuple[Environment, str | None, int, frozenset[ast.AST]],
+    ) -> str | None:
         then_env, then_end, then_pc, then_origins = then
         else_env, else_end, else_pc, else_origins = other
         flows_then = then_end not in ("return", "raise")
@@ -354,8 +388,11 @@ class Interpreter:
             joined = self._join_envs(c, c_origins, then_env, else_env)
         else:
             joined = then_env if flows_then else else_env
-        assigned = {k for k in (*then_env.values, *else_env.values)
-                    if then_env.values.get(k) is not env.values.get(k) or else_env.values.get(k) is not env.values.get(k)}
+        assigned = {
+            k
+            for k in (*then_env.values, *else_env.values)
+            if then_env.values.get(k) is not env.values.get(k) or else_env.values.get(k) is not env.values.get(k)
+        }
         env.values.clear()
         env.values.update(joined.values)
         for name in sorted(assigned):
@@ -387,9 +424,14 @@ class Interpreter:
         items = None
         if a.items is not None and b.items is not None and len(a.items) == len(b.items):
             items = tuple(self._join_values(c, c_origins, x, y) for x, y in zip(a.items, b.items))
-        return Value(bdd, origins, ident=a.ident if a.ident == b.ident else None, items=items,
-                     function=a.function if a.function == b.function else None,
-                     trail=a.trail or b.trail)
+        return Value(
+            bdd,
+            origins,
+            ident=a.ident if a.ident == b.ident else None,
+            items=items,
+            function=a.function if a.function == b.function else None,
+            trail=a.trail or b.trail,
+        )
 
     def _loop(self, s: ast.While | ast.For | ast.AsyncFor, env: Environment) -> str | None:
         if isinstance(s, ast.While):
@@ -411,7 +453,7 @@ class Interpreter:
             env.values.update(joined.values)
         return self._block(s.orelse, env)
 
-    def _try(self, s: ast.Try, env: Environment) -> str | None:
+    def _try(self, s: ast.Try | ast.TryStar, env: Environment) -> str | None:
         before = env.copy()
         ended = self._block(s.body, env)
         if ended is None:
@@ -447,8 +489,9 @@ class Interpreter:
             branches.append((condition.bdd, condition.origins, case.body))
         return self._chain(s, branches, env)
 
-    def _chain(self, s: ast.stmt, branches: list[tuple[int, frozenset[ast.AST], list[ast.stmt]]],
-               env: Environment) -> str | None:
+    def _chain(
+        self, s: ast.stmt, branches: list[tuple[int, frozenset[ast.AST], list[ast.stmt]]], env: Environment
+    ) -> str | None:
         """``if c1: b1 elif c2: b2 ...`` with no final ``else``."""
         if not branches:
             return None
@@ -490,9 +533,9 @@ class Interpreter:
                     self._record("flag", target.attr, value, s, key=("flag-store", target.attr, id(s)))
         elif isinstance(target, ast.Subscript):
             self.eval(target.value, env)
-            key = target.slice
-            if isinstance(key, ast.Constant) and isinstance(key.value, str) and self.c.is_flag(key.value):
-                self._record("flag", key.value, value, s, key=("flag-store", key.value, id(s)))
+            index = target.slice
+            if isinstance(index, ast.Constant) and isinstance(index.value, str) and self.c.is_flag(index.value):
+                self._record("flag", index.value, value, s, key=("flag-store", index.value, id(s)))
         elif isinstance(target, ast.Starred):
             self._bind(target.value, self._opaque(("starred", id(target))), env, s)
 
@@ -502,9 +545,9 @@ class Interpreter:
         for position, target in enumerate(targets):
             item: Value | None = None
             if items is not None:
-                if star is None and len(items) == len(targets):
-                    item = items[position]
-                elif star is not None and position < star and position < len(items):
+                if (star is None and len(items) == len(targets)) or (
+                    star is not None and position < star and position < len(items)
+                ):
                     item = items[position]
                 elif star is not None and position > star:
                     back = len(targets) - position
@@ -512,8 +555,15 @@ class Interpreter:
                         item = items[-back]
             if item is None and isinstance(target, ast.Name):
                 if items is None and target.id in self.c.grad_names:
-                    item = self._grad(1, target, Step(target.lineno, target.col_offset,
-                                                      f"unpacked field `{target.id}` taken as grad mode by its name"))
+                    item = self._grad(
+                        1,
+                        target,
+                        Step(
+                            target.lineno,
+                            target.col_offset,
+                            f"unpacked field `{target.id}` taken as grad mode by its name",
+                        ),
+                    )
                 else:
                     item = self._opaque(("unpacked", id(target)), value.origins)
             elif item is None:
@@ -528,18 +578,21 @@ class Interpreter:
             return
         if not self.overrides and not self.bdd.depends_on_grad(value.bdd) and kind != "function-forward-read":
             return
-        self.result.decisions.append(
-            Decision(kind, name, value.bdd, value.origins, node, self.qualname, key)
-        )
+        self.result.decisions.append(Decision(kind, name, value.bdd, value.origins, node, self.qualname, key))
 
     # -- expressions ---------------------------------------------------------------------------
-    def eval(self, node: ast.AST, env: Environment, load_for_store: bool = False) -> Value:
+    def eval(self, node: ast.AST, env: Environment) -> Value:
         if node in self.overrides:
             return Value(self.overrides[node])
         method = getattr(self, "_e_" + type(node).__name__, None)
         if method is None:
-            origins = frozenset().union(*(self.eval(c, env).origins for c in ast.iter_child_nodes(node)
-                                          if isinstance(c, ast.expr) and not isinstance(c, _NEW_SCOPES)))
+            origins = frozenset().union(
+                *(
+                    self.eval(c, env).origins
+                    for c in ast.iter_child_nodes(node)
+                    if isinstance(c, ast.expr) and not isinstance(c, _NEW_SCOPES)
+                )
+            )
             return self._opaque(("expr", id(node)), origins)
         return method(node, env)
 
@@ -569,8 +622,15 @@ class Interpreter:
         if name in self.c.grad_names and (
             (self.info is not None and ".<locals>." in self.qualname) or name not in self.index.module_names
         ):
-            return self._grad(1, node, Step(node.lineno, node.col_offset,
-                                            f"`{name}` taken as grad mode by its name (nothing in the module binds it)"))
+            return self._grad(
+                1,
+                node,
+                Step(
+                    node.lineno,
+                    node.col_offset,
+                    f"`{name}` taken as grad mode by its name (nothing in the module binds it)",
+                ),
+            )
         return self._opaque(("global", name))
 
     def _backward_context(self) -> bool:
@@ -580,11 +640,13 @@ class Interpreter:
         ):
             return True
         return (
-            isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
-            and isinstance(s.value.func, ast.Attribute) and s.value.func.attr in ("save_for_backward", "mark_non_differentiable")
+            isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Call)
+            and isinstance(s.value.func, ast.Attribute)
+            and s.value.func.attr in ("save_for_backward", "mark_non_differentiable")
         )
 
-    def _e_Attribute(self, node: ast.Attribute, env: Environment, load_for_store: bool = False) -> Value:
+    def _e_Attribute(self, node: ast.Attribute, env: Environment) -> Value:
         known = self._known_path(node, env)
         if known is not None:
             return known
@@ -611,7 +673,9 @@ class Interpreter:
             method = self.index.method(self.owner, attr)
             if method and method in self.c.returns and self.index.functions[method].is_property:
                 value = self.c.returns[method]
-                return self._read(value.with_step(Step(node.lineno, node.col_offset, f"property `{attr}` returns grad mode")), node)
+                return self._read(
+                    value.with_step(Step(node.lineno, node.col_offset, f"property `{attr}` returns grad mode")), node
+                )
         on_self = isinstance(node.value, ast.Name) and node.value.id == "self" and self.owner is not None
         stored = self.c.class_attribute(self.index, self.owner, attr) if on_self else None
         if stored is not None:
@@ -621,7 +685,9 @@ class Interpreter:
             return self._read(self.c.attributes[attr], node)
         if base.function is not None and attr == "apply":
             klass = self.index.classes.get(base.function.qualname)
-            forward = self.index.method(base.function.qualname, "forward") if klass and klass.autograd_function else None
+            forward = (
+                self.index.method(base.function.qualname, "forward") if klass and klass.autograd_function else None
+            )
             if forward:
                 return Value(TRUE, ident=("function", forward), function=FunctionRef(forward, skip=1))
         if base.function is not None and base.function.qualname in self.index.classes:
@@ -640,13 +706,19 @@ class Interpreter:
         key = node.slice
         self.eval(key, env)
         if isinstance(key, ast.Constant):
-            if isinstance(key.value, int) and base.items is not None and -len(base.items) <= key.value < len(base.items):
+            if (
+                isinstance(key.value, int)
+                and base.items is not None
+                and -len(base.items) <= key.value < len(base.items)
+            ):
                 return self._read(base.items[key.value], node)
             if isinstance(key.value, str):
                 found = base.field(key.value)
                 if found is not None:
                     return self._read(found, node)
-        return self._opaque(("item", base.ident if base.ident is not None else ("v", base.bdd), ast.dump(key)), base.origins)
+        return self._opaque(
+            ("item", base.ident if base.ident is not None else ("v", base.bdd), ast.dump(key)), base.origins
+        )
 
     def _e_BoolOp(self, node: ast.BoolOp, env: Environment) -> Value:
         values = [self.eval(v, env) for v in node.values]
@@ -682,13 +754,20 @@ class Interpreter:
         left = self.eval(node.left, env)
         rights = [self.eval(c, env) for c in node.comparators]
         origins = left.origins.union(*(r.origins for r in rights))
-        if len(rights) == 1 and isinstance(node.comparators[0], ast.Constant) and isinstance(node.comparators[0].value, bool):
+        if (
+            len(rights) == 1
+            and isinstance(node.comparators[0], ast.Constant)
+            and isinstance(node.comparators[0].value, bool)
+        ):
             op, constant = node.ops[0], node.comparators[0].value
             if isinstance(op, (ast.Eq, ast.Is, ast.NotEq, ast.IsNot)):
                 positive = isinstance(op, (ast.Eq, ast.Is)) == constant
                 return Value(left.bdd if positive else self.bdd.negate(left.bdd), origins)
-        key = ("compare", tuple(type(o).__name__ for o in node.ops),
-               tuple(v.ident if v.ident is not None else ("v", v.bdd) for v in (left, *rights)))
+        key = (
+            "compare",
+            tuple(type(o).__name__ for o in node.ops),
+            tuple(v.ident if v.ident is not None else ("v", v.bdd) for v in (left, *rights)),
+        )
         return self._opaque(key, origins)
 
     def _e_IfExp(self, node: ast.IfExp, env: Environment) -> Value:
@@ -769,35 +848,63 @@ class Interpreter:
     def _grad_source(self, node: ast.Call, callee: Value, args: list[Value]) -> Value | None:
         ident = callee.ident
         if isinstance(ident, tuple) and ident and ident[0] == "grad-function" and not node.args:
-            polarity = int(ident[1])  # type: ignore[call-overload]
+            polarity = int(ident[1])
             text = dotted(node.func) or "grad mode"
             step = Step(node.lineno, node.col_offset, f"grad mode captured: `{text}()`")
             value = self._read(self._grad(polarity, node, step), node)
             if self.info is not None and self.info.autograd_forward:
-                self.result.decisions.append(Decision("function-forward-read", text, value.bdd, value.origins, node,
-                                                      self.qualname, ("function-forward-read", id(node))))
+                self.result.decisions.append(
+                    Decision(
+                        "function-forward-read",
+                        text,
+                        value.bdd,
+                        value.origins,
+                        node,
+                        self.qualname,
+                        ("function-forward-read", id(node)),
+                    )
+                )
             return value
         func = node.func
         if (
-            isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "getattr"
-            and len(func.args) >= 2 and isinstance(func.args[1], ast.Constant)
+            isinstance(func, ast.Call)
+            and isinstance(func.func, ast.Name)
+            and func.func.id == "getattr"
+            and len(func.args) >= 2
+            and isinstance(func.args[1], ast.Constant)
+            and isinstance(func.args[1].value, str)
         ):
             owner = dotted(func.args[0])
             if owner is not None:
                 qualified = f"{qualify(owner, self.aliases)}.{func.args[1].value}"
                 for polarity, names in ((1, self.c.grad_functions), (-1, self.c.inference_functions)):
                     if qualified in names:
-                        step = Step(node.lineno, node.col_offset, f"grad mode captured: `getattr(..., {func.args[1].value!r})()`")
+                        step = Step(
+                            node.lineno,
+                            node.col_offset,
+                            f"grad mode captured: `getattr(..., {func.args[1].value!r})()`",
+                        )
                         return self._read(self._grad(polarity, node, step), node)
         return None
 
-    def _builtin(self, node: ast.Call, args: list[Value], origins: frozenset[ast.AST],
-                 receiver: Value | None, bound: tuple[tuple[str, Value], ...] = ()) -> Value | None:
+    def _builtin(
+        self,
+        node: ast.Call,
+        args: list[Value],
+        origins: frozenset[ast.AST],
+        receiver: Value | None,
+        bound: tuple[tuple[str, Value], ...] = (),
+    ) -> Value | None:
         func = node.func
         name = func.id if isinstance(func, ast.Name) and func.id not in self.index.functions else None
         if name == "bool" and len(args) == 1 and not node.keywords:
             return args[0]
-        if name == "getattr" and len(node.args) == 2 and isinstance(node.args[1], ast.Constant):
+        if (
+            name == "getattr"
+            and len(node.args) == 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
             owner = dotted(node.args[0])
             if owner is not None:
                 qualified = f"{qualify(owner, self.aliases)}.{node.args[1].value}"
@@ -825,8 +932,11 @@ class Interpreter:
         qualified = qualify(dotted(func) or "", self.aliases)
         if qualified in ("functools.partial", "partial") and args and args[0].function is not None:
             ref = args[0].function
-            return Value(TRUE, ident=("partial", id(node)),
-                         function=replace(ref, args=(*ref.args, *args[1:]), keywords=(*ref.keywords, *bound)))
+            return Value(
+                TRUE,
+                ident=("partial", id(node)),
+                function=replace(ref, args=(*ref.args, *args[1:]), keywords=(*ref.keywords, *bound)),
+            )
         return None
 
     def _decisions_of_call(self, node: ast.Call, args: list[Value], keywords: list[tuple[str | None, Value]]) -> None:
@@ -836,8 +946,11 @@ class Interpreter:
         if not comm and resolved is not None and self.index.communicates(resolved[0]):
             comm = True
         if comm:
-            name = resolved[0] if resolved is not None else (
-                dotted(func) or (func.attr if isinstance(func, ast.Attribute) else "call"))
+            name = (
+                resolved[0]
+                if resolved is not None
+                else (dotted(func) or (func.attr if isinstance(func, ast.Attribute) else "call"))
+            )
             bdd, origins, first = self._comm.get(name, (FALSE, frozenset(), node))
             self._comm[name] = (self.bdd.disj(bdd, self.pc), origins | self.pc_origins, first)
             if resolved is None:  # a function of the module decides on its arguments inside
@@ -852,23 +965,40 @@ class Interpreter:
             elif _MODE_KEYWORDS.match(keyword) and resolved is None:  # a function we see decides inside
                 self._record("mode", keyword, value, node, key=("mode", keyword, id(node)))
         known = _MODE_POSITIONS.get(qualify(dotted(func) or "", self.aliases))
-        if known is not None and len(args) > known and not any(isinstance(a, ast.Starred) for a in node.args[:known + 1]):
+        if (
+            known is not None
+            and len(args) > known
+            and not any(isinstance(a, ast.Starred) for a in node.args[: known + 1])
+        ):
             self._record("mode", "training", args[known], node, key=("mode", known, id(node)))
         for position, (argument, value) in enumerate(zip(node.args, args)):
-            if known is None and resolved is None and any(
-                _TRAINING_NAME.match(n.id if isinstance(n, ast.Name) else n.attr)
-                for n in ast.walk(argument) if isinstance(n, (ast.Name, ast.Attribute))
+            if (
+                known is None
+                and resolved is None
+                and any(
+                    _TRAINING_NAME.match(n.id if isinstance(n, ast.Name) else n.attr)
+                    for n in ast.walk(argument)
+                    if isinstance(n, (ast.Name, ast.Attribute))
+                )
             ):
                 self._record("mode", f"argument {position + 1}", value, node, key=("mode", position, id(node)))
         if isinstance(func, ast.Attribute) and func.attr in _MODE_SWITCHES:
             on = _MODE_SWITCHES[func.attr]
             mode = args[0].bdd if (func.attr == "train" and args) else (TRUE if on else FALSE)
             runs = self.pc if on else self.bdd.negate(self.pc)
-            value = Value(self.bdd.conj(runs, mode) if on else runs, self.pc_origins | (args[0].origins if args else frozenset()))
+            value = Value(
+                self.bdd.conj(runs, mode) if on else runs, self.pc_origins | (args[0].origins if args else frozenset())
+            )
             self._record("mode-switch", f".{func.attr}()", value, node, key=("mode-switch", id(node)))
 
-    def _call_module_function(self, node: ast.Call, target: FunctionRef, args: list[Value],
-                              keywords: list[tuple[str | None, Value]], origins: frozenset[ast.AST]) -> Value:
+    def _call_module_function(
+        self,
+        node: ast.Call,
+        target: FunctionRef,
+        args: list[Value],
+        keywords: list[tuple[str | None, Value]],
+        origins: frozenset[ast.AST],
+    ) -> Value:
         qualname = target.qualname
         skip = target.skip
         if qualname in self.index.classes:
@@ -893,17 +1023,18 @@ class Interpreter:
         double_star = any(k is None for k, _ in keywords)
         self._selector(node, qualname, skip, all_args, all_keywords)
         if qualname in self.index.functions:
-            self.result.calls.append(CallSite(qualname, skip, tuple(all_args), tuple(all_keywords), node,
-                                              self.qualname, double_star))
+            self.result.calls.append(
+                CallSite(qualname, skip, tuple(all_args), tuple(all_keywords), node, self.qualname, double_star)
+            )
         returned = self.c.returns.get(qualname)
         if returned is not None:
             step = Step(node.lineno, node.col_offset, f"`{qualname}()` returns grad mode")
             return self._read(replace(returned, trail=(*returned.trail, step)), node)
         return self._opaque(("call", id(node)), origins)
 
-
-    def _selector(self, node: ast.Call, qualname: str, skip: int, args: list[Value | None],
-                  keywords: list[tuple[str, Value]]) -> None:
+    def _selector(
+        self, node: ast.Call, qualname: str, skip: int, args: list[Value | None], keywords: list[tuple[str, Value]]
+    ) -> None:
         """A parameter fed ``module.training`` elsewhere, fed grad mode here (GG004)."""
         info = self.index.functions.get(qualname)
         if info is None:
@@ -916,8 +1047,13 @@ class Interpreter:
             absent = self.bdd.atom(("not-called", id(node)))
             received = self.bdd.ite(self.pc, value.bdd, absent)
             chosen = Value(received, value.origins | self.pc_origins)
-            self._record("mode-selector", f"{qualname.rsplit('.', 1)[-1]}({name}=)", chosen, node,
-                         key=("mode-selector", name, id(node)))
+            self._record(
+                "mode-selector",
+                f"{qualname.rsplit('.', 1)[-1]}({name}=)",
+                chosen,
+                node,
+                key=("mode-selector", name, id(node)),
+            )
 
 
 def _expanded(keywords: list[tuple[str | None, Value]]) -> list[tuple[str, Value]]:
@@ -931,7 +1067,9 @@ def _expanded(keywords: list[tuple[str | None, Value]]) -> list[tuple[str, Value
     return out
 
 
-def interpret(context: Context, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None) -> FunctionResult:
+def interpret(
+    context: Context, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None
+) -> FunctionResult:
     return Interpreter(context, info, overrides).run()
 
 
@@ -951,5 +1089,13 @@ def pure_grad_values(values: Iterable[Value], bdd: Manager) -> Value | None:
     return replace(chosen, bdd=bdd.real(chosen.bdd))
 
 
-__all__ = ["CallSite", "Context", "Decision", "FunctionResult", "Interpreter", "interpret", "pure_grad_values",
-           "Callable"]
+__all__ = [
+    "CallSite",
+    "Callable",
+    "Context",
+    "Decision",
+    "FunctionResult",
+    "Interpreter",
+    "interpret",
+    "pure_grad_values",
+]

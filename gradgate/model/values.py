@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field, replace
-from typing import Union
-
-from .bdd import FALSE, TRUE
 
 
 @dataclass(frozen=True)
@@ -35,8 +32,8 @@ class FunctionRef:
     qualname: str
     #: leading parameters the call does not pass (``ctx`` of ``Function.apply``)
     skip: int = 0
-    args: tuple["Value", ...] = ()
-    keywords: tuple[tuple[str, "Value"], ...] = ()
+    args: tuple[Value, ...] = ()
+    keywords: tuple[tuple[str, Value], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -45,28 +42,24 @@ class Value:
     origins: frozenset[ast.AST] = frozenset()
     #: an identity for values that are not booleans (an atom's key), else None
     ident: object = None
-    items: tuple["Value", ...] | None = None
-    fields: tuple[tuple[str, "Value"], ...] | None = None
+    items: tuple[Value, ...] | None = None
+    fields: tuple[tuple[str, Value], ...] | None = None
     function: FunctionRef | None = None
     trail: tuple[Step, ...] = ()
 
-    def field(self, name: str) -> Union["Value", None]:
+    def field(self, name: str) -> Value | None:
         for key, value in self.fields or ():
             if key == name:
                 return value
         return None
 
-    def with_origins(self, origins: frozenset[ast.AST]) -> "Value":
+    def with_origins(self, origins: frozenset[ast.AST]) -> Value:
         if not origins or origins <= self.origins:
             return self
         return replace(self, origins=self.origins | origins)
 
-    def with_step(self, step: Step) -> "Value":
+    def with_step(self, step: Step) -> Value:
         return replace(self, trail=(*self.trail, step)) if self.trail else self
-
-
-TRUE_VALUE = Value(TRUE)
-FALSE_VALUE = Value(FALSE)
 
 
 @dataclass
@@ -75,5 +68,5 @@ class Environment:
 
     values: dict[str, Value] = field(default_factory=dict)
 
-    def copy(self) -> "Environment":
+    def copy(self) -> Environment:
         return Environment(dict(self.values))

@@ -29,8 +29,17 @@ class WitnessError(click.ClickException):
 
 
 def torchrun_command(nproc: int, rank_args: list[str], python: str = sys.executable) -> list[str]:
-    return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-            f"--nproc-per-node={nproc}", "-m", RANK_MODULE, *rank_args]
+    return [
+        python,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nnodes=1",
+        f"--nproc-per-node={nproc}",
+        "-m",
+        RANK_MODULE,
+        *rank_args,
+    ]
 
 
 def _modes(_ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
@@ -38,7 +47,9 @@ def _modes(_ctx: click.Context, param: click.Parameter, value: str) -> tuple[str
     unknown = [m for m in modes if m not in MODE_NAMES]
     if unknown or not modes:
         raise click.BadParameter(
-            f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(MODE_NAMES)}" if unknown else "no mode given",
+            f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(MODE_NAMES)}"
+            if unknown
+            else "no mode given",
             param=param,
         )
     return modes
@@ -46,21 +57,51 @@ def _modes(_ctx: click.Context, param: click.Parameter, value: str) -> tuple[str
 
 @click.command("witness")
 @click.argument("cases", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--backend", type=click.Choice(["auto", "gloo", "nccl"]), default="auto", show_default=True,
-              help="auto: NCCL when GPUs are visible, else gloo.")
-@click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
-              help="Ranks. Default: the visible GPUs under NCCL, 2 under gloo.")
-@click.option("--modes", default="grad,no_grad,checkpoint", show_default=True, callback=_modes,
-              help=f"Comma list of {', '.join(MODE_NAMES)}.")
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "gloo", "nccl"]),
+    default="auto",
+    show_default=True,
+    help="auto: NCCL when GPUs are visible, else gloo.",
+)
+@click.option(
+    "--nproc-per-node",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Ranks. Default: the visible GPUs under NCCL, 2 under gloo.",
+)
+@click.option(
+    "--modes",
+    default="grad,no_grad,checkpoint",
+    show_default=True,
+    callback=_modes,
+    help=f"Comma list of {', '.join(MODE_NAMES)}.",
+)
 @click.option("--case", "only", multiple=True, help="Run only this case (repeatable).")
 @click.option("--probe", multiple=True, help="package.module:function to count per forward (repeatable).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
-              default=Path("witness-report.json"), show_default=True, help="The JSON report.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("witness-report.json"),
+    show_default=True,
+    help="The JSON report.",
+)
 @click.option("--timeout", type=click.IntRange(min=0), default=0, help="Seconds for the torchrun run; 0 = no limit.")
 @click.option("--dry-run", is_flag=True, help="Print the torchrun command line and exit.")
 @click.pass_context
-def witness(ctx: click.Context, cases: Path, backend: str, nproc_per_node: int | None, modes: tuple[str, ...],
-            only: tuple[str, ...], probe: tuple[str, ...], output: Path, timeout: int, dry_run: bool) -> None:
+def witness(
+    ctx: click.Context,
+    cases: Path,
+    backend: str,
+    nproc_per_node: int | None,
+    modes: tuple[str, ...],
+    only: tuple[str, ...],
+    probe: tuple[str, ...],
+    output: Path,
+    timeout: int,
+    dry_run: bool,
+) -> None:
     """Run the cases of CASES (functions `case` / `case_*` returning `module, inputs`) in
     every grad mode and report where their forward paths part."""
     if backend == "auto":
@@ -71,8 +112,15 @@ def witness(ctx: click.Context, cases: Path, backend: str, nproc_per_node: int |
             raise WitnessError("--backend nccl needs a visible GPU")
     with tempfile.TemporaryDirectory(prefix="gradgate-witness-") as tmp:
         result_file = Path(tmp) / "rank0.json"
-        rank_args = [str(cases.resolve()), "--result-file", str(result_file), "--backend", backend,
-                     "--modes", ",".join(modes)]
+        rank_args = [
+            str(cases.resolve()),
+            "--result-file",
+            str(result_file),
+            "--backend",
+            backend,
+            "--modes",
+            ",".join(modes),
+        ]
         for name in only:
             rank_args += ["--case", name]
         for target in probe:
@@ -91,7 +139,7 @@ def witness(ctx: click.Context, cases: Path, backend: str, nproc_per_node: int |
         elif returncode != 0:
             run_errors.append(f"torchrun exited with code {returncode}")
         if not result_file.exists():
-            raise WitnessError("; ".join(run_errors + ["no result written (is torch installed?)"]))
+            raise WitnessError("; ".join([*run_errors, "no result written (is torch installed?)"]))
         result = json.loads(result_file.read_text())
     if not result.get("complete") and not run_errors:
         run_errors.append("run did not complete")

@@ -67,7 +67,7 @@ def _process_group(values: dict[str, Any]) -> Any:
             return dist.ProcessGroup.unbox(value)
     name = values.get("group_name")
     if isinstance(name, str):
-        from torch.distributed.distributed_c10d import _resolve_process_group
+        from torch.distributed.distributed_c10d import _resolve_process_group  # type: ignore[attr-defined]
 
         return _resolve_process_group(name)  # type: ignore[arg-type]  # GroupName is a str
     return None

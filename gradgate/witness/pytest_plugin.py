@@ -22,7 +22,7 @@ def single_rank_group() -> Iterator[Any]:
     if dist.is_initialized():
         yield dist.group.WORLD
         return
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)  # type: ignore[attr-defined]
     try:
         yield dist.group.WORLD
     finally:

@@ -27,8 +27,9 @@ DEFAULT_IGNORED_ATEN = ("aten.detach", "aten.alias", "aten.lift_fresh")
 
 
 class PathRecorder(TorchDispatchMode):
-    def __init__(self, probes: Sequence[Probe] = (), ignored_aten: tuple[str, ...] = DEFAULT_IGNORED_ATEN,
-                 aten: bool = True) -> None:
+    def __init__(
+        self, probes: Sequence[Probe] = (), ignored_aten: tuple[str, ...] = DEFAULT_IGNORED_ATEN, aten: bool = True
+    ) -> None:
         super().__init__()
         self.forwards: list[Forward] = []
         self.outside_forward: Counter[str] = Counter()
