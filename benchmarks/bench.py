@@ -480,7 +480,7 @@ class Bench:
         slow = [t for t in tools if t.cmd is not None and (t.slow or t.once)]
         for tool in fast:  # warm-up: page cache, .pyc files, the warm caches
             self._one(tool, results[tool.key])
-        for round_ in range(self.args.runs):
+        for _round in range(self.args.runs):
             for tool in fast:
                 result = results[tool.key]
                 if result.failed:
@@ -1619,7 +1619,7 @@ def big_source(info: dict[str, Any]) -> bytes:
     return ("\n".join(out + bug) + "\n").encode()
 
 
-def measure_fix(bench: "Bench", box: Toolbox, info: dict[str, Any], scratch: Path) -> dict[str, Any]:
+def measure_fix(bench: Bench, box: Toolbox, info: dict[str, Any], scratch: Path) -> dict[str, Any]:
     """``gradgate fix`` against ``gradgate check`` on one generated 100k-line file, both
     ``--no-cache``; fix rewrites its own copy, restored before every run."""
     data = big_source(info)
@@ -1780,7 +1780,7 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
     )
     out.append("")
 
-    for key, data in report["corpora"].items():
+    for data in report["corpora"].values():
         out.append(f"### {data['package']} — `{data['import_dir']}/` ({data['archive']})")
         out.append("")
         counts = f"{data['files']} files, {data['bytes'] / MB:.2f} MB"
