@@ -305,12 +305,16 @@ class _Analysis:
         if coupled:
             where = ", ".join(str(n) for n in coupled)
             message += f" (grad mode also decides how this path is prepared at line {where}: fix unsafe)"
-        flow = tuple(
-            FlowStep(self.path, step.line, self.source.column(step.line, step.column) + 1, step.message)
-            for step in first.trail
-        )
-        if flow:
-            flow += (FlowStep(self.path, line, span[1] + 1, f"grad mode decides `{first.decision.name}` here"),)
+        steps: list[FlowStep] = []
+        for step in first.trail:  # one step a place: "unpacked into x" says what "held in x" would
+            column = self.source.column(step.line, step.column) + 1
+            if not steps or (steps[-1].line, steps[-1].column) != (step.line, column):
+                steps.append(FlowStep(self.path, step.line, column, step.message))
+        if any((s.line, s.column) != (line, span[1] + 1) for s in steps):  # grad mode came from elsewhere
+            steps.append(FlowStep(self.path, line, span[1] + 1, f"grad mode decides `{first.decision.name}` here"))
+        else:
+            steps = []
+        flow = tuple(steps)
         finding = Finding(
             path=self.path,
             rule=rule.CODE,
