@@ -48,7 +48,6 @@ class ModuleAnalysis:
         self.bdd = Manager()
         self.context = Context(self.index, self.bdd)
         self.results: dict[str | None, FunctionResult] = {}
-        self._replays: dict[tuple[str | None, frozenset[tuple[ast.AST, int]]], FunctionResult] = {}
         self.failed: list[str] = []
         self._run()
 
@@ -134,9 +133,9 @@ class ModuleAnalysis:
                 stale.add(info.qualname)
         return stale
 
-    def _interpret(self, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None) -> FunctionResult:
+    def _interpret(self, info: FunctionInfo | None) -> FunctionResult:
         try:
-            return interpret(self.context, info, overrides)
+            return interpret(self.context, info)
         except (BudgetExceeded, RecursionError):
             self.failed.append(info.qualname if info else "<module>")
             return FunctionResult()
@@ -276,14 +275,6 @@ class ModuleAnalysis:
     def decisions(self) -> list[Decision]:
         return [d for r in self.results.values() for d in r.decisions]
 
-    def replay(self, function: str | None, overrides: dict[ast.AST, int]) -> FunctionResult:
-        key = (function, frozenset(overrides.items()))
-        found = self._replays.get(key)
-        if found is None:
-            info = self.index.functions.get(function) if function not in (None, "<module>") else None
-            found = self._replays[key] = self._interpret(info, overrides)
-        return found
-
     def entries(self, decision: Decision) -> list[Entry]:
         """The reads through which grad mode gates ``decision``, with the proof of the fix.
 
@@ -339,13 +330,6 @@ class ModuleAnalysis:
 
 def _position(node: ast.AST) -> tuple[int, int]:
     return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
-
-
-def _find(result: FunctionResult, decision: Decision) -> Decision | None:
-    for candidate in result.decisions:
-        if candidate.key == decision.key:
-            return candidate
-    return None
 
 
 def _shape(value: Value) -> object:

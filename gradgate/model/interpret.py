@@ -163,9 +163,7 @@ class Context:
 
 
 class Interpreter:
-    def __init__(
-        self, context: Context, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None
-    ) -> None:
+    def __init__(self, context: Context, info: FunctionInfo | None) -> None:
         self.c = context
         self.bdd = context.bdd
         self.info = info
@@ -173,7 +171,6 @@ class Interpreter:
         self.qualname = info.qualname if info else "<module>"
         self.owner = info.owner if info else None
         self.aliases = self.index.aliases_of(info) if info else self.index.aliases
-        self.overrides = overrides or {}
         self.result = FunctionResult()
         self.pc = TRUE
         self.pc_origins: frozenset[ast.AST] = frozenset()
@@ -234,8 +231,6 @@ class Interpreter:
             polarity = self.bdd.polarity(value.bdd)
             if self.statement is not None:
                 self.result.origins[node] = (self.statement, polarity, value.trail)
-            if node in self.overrides:
-                return replace(value, origins=frozenset({node}))
             var = self.bdd.read(("read", id(node)))
             self.result.read_vars[node] = self.bdd.var(var)
             return replace(value, bdd=var if polarity else self.bdd.negate(var), origins=frozenset({node}))
@@ -576,14 +571,12 @@ class Interpreter:
     def _record(self, kind: str, name: str, value: Value, node: ast.AST, key: tuple[object, ...]) -> None:
         if self.info is not None and self.info.backward:
             return
-        if not self.overrides and not self.bdd.depends_on_grad(value.bdd) and kind != "function-forward-read":
+        if not self.bdd.depends_on_grad(value.bdd) and kind != "function-forward-read":
             return
         self.result.decisions.append(Decision(kind, name, value.bdd, value.origins, node, self.qualname, key))
 
     # -- expressions ---------------------------------------------------------------------------
     def eval(self, node: ast.AST, env: Environment) -> Value:
-        if node in self.overrides:
-            return Value(self.overrides[node])
         method = getattr(self, "_e_" + type(node).__name__, None)
         if method is None:
             origins = frozenset().union(
@@ -1067,10 +1060,8 @@ def _expanded(keywords: list[tuple[str | None, Value]]) -> list[tuple[str, Value
     return out
 
 
-def interpret(
-    context: Context, info: FunctionInfo | None, overrides: dict[ast.AST, int] | None = None
-) -> FunctionResult:
-    return Interpreter(context, info, overrides).run()
+def interpret(context: Context, info: FunctionInfo | None) -> FunctionResult:
+    return Interpreter(context, info).run()
 
 
 def pure_grad_values(values: Iterable[Value], bdd: Manager) -> Value | None:
