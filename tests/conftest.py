@@ -44,10 +44,10 @@ def run_cli(
     )
 
 
-def _download_te(target: Path, wheels: Path | None = None) -> Path:
+def _download_te(target: Path, wheels: Path | None = None, version: str = TE_VERSION) -> Path:
     """Download (into ``wheels``, default ``target/wheel``, unless already there) and unpack
-    (into ``target/unpacked``) the pure-Python transformer-engine wheel; returns the folder
-    that holds ``transformer_engine/``."""
+    (into ``target/unpacked``) the pure-Python transformer-engine wheel of ``version``;
+    returns the folder that holds ``transformer_engine/``."""
     wheel_dir = wheels or target / "wheel"
     unpacked = target / "unpacked"
     if (unpacked / "transformer_engine").is_dir():
@@ -62,7 +62,7 @@ def _download_te(target: Path, wheels: Path | None = None) -> Path:
                 "download",
                 "--no-deps",
                 "--quiet",
-                f"transformer-engine=={TE_VERSION}",
+                f"transformer-engine=={version}",
                 "-d",
                 str(wheel_dir),
             ],

@@ -8,12 +8,11 @@ fix is unsafe and names that line. TE 2.x has the seed bug's form (#2902).
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import zipfile
+import os
 from pathlib import Path
 
 import pytest
+from conftest import _download_te
 
 from gradgate.config import Config
 from gradgate.discovery import discover
@@ -56,26 +55,12 @@ def te_release(tmp_path_factory):
 
     def get(version: str) -> Path:
         if version not in cache:
-            target = tmp_path_factory.mktemp(f"te-{version}")
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "download",
-                    "--no-deps",
-                    "--quiet",
-                    f"transformer-engine=={version}",
-                    "-d",
-                    str(target),
-                ],
-                check=True,
-                capture_output=True,
+            wheels = (
+                Path(os.environ["GRADGATE_TEST_CACHE"]) / f"te-{version}" / "wheel"
+                if os.environ.get("GRADGATE_TEST_CACHE")
+                else None
             )
-            (wheel,) = target.glob("transformer_engine-*.whl")
-            with zipfile.ZipFile(wheel) as archive:
-                archive.extractall(target, [m for m in archive.namelist() if m.startswith("transformer_engine/")])
-            cache[version] = target
+            cache[version] = _download_te(tmp_path_factory.mktemp(f"te-{version}"), wheels, version)
         return cache[version]
 
     return get
