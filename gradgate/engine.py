@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .config import Config
 from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
+from .model.project import Project
 from .model.fixplan import BlockIndex, FixPlan, SourceLines, parent_map, plan, split_lines
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
 from .source import SourceError, decode_check, read_source
@@ -226,7 +227,15 @@ class _Found:
 class _Analysis:
     """One pass over one version of a file's text."""
 
-    def __init__(self, path: str, text: str, config: Config, rules: Sequence[type[Rule]], whole: bool = False):
+    def __init__(
+        self,
+        path: str,
+        text: str,
+        config: Config,
+        rules: Sequence[type[Rule]],
+        whole: bool = False,
+        project: Project | None = None,
+    ):
         self.path = path
         self.text = text
         self.lines = split_lines(text)
@@ -238,7 +247,7 @@ class _Analysis:
             raise LintError(f"cannot parse: {type(exc).__name__}") from None
         self.source = SourceLines(text, self.tree)
         try:
-            self.model = ModuleAnalysis(self.tree, config, None if whole else text)
+            self.model = ModuleAnalysis(self.tree, config, None if whole else text, project, path, self.lines)
         except RecursionError:
             raise LintError("too deeply nested to analyse") from None
         self.used_suppressions: set[int] = set()
@@ -310,7 +319,11 @@ class _Analysis:
             column = self.source.column(step.line, step.column) + 1
             if not steps or (steps[-1].line, steps[-1].column) != (step.line, column):
                 steps.append(FlowStep(self.path, step.line, column, step.message))
-        if any((s.line, s.column) != (line, span[1] + 1) for s in steps):  # grad mode came from elsewhere
+        via = first.decision.via
+        if via:  # decided in a function the call runs, maybe in another file
+            steps.extend(FlowStep(p.path, p.line, p.column, p.message) for p in via)
+            message += f" (decided in `{via[-1].path}` at line {via[-1].line}, through the call)"
+        elif any((s.line, s.column) != (line, span[1] + 1) for s in steps):  # grad mode came from elsewhere
             steps.append(FlowStep(self.path, line, span[1] + 1, f"grad mode decides `{first.decision.name}` here"))
         else:
             steps = []
@@ -492,6 +505,7 @@ def lint_source(
     prefilter: bool = True,
     unsafe_fixes: bool = False,
     edits: bool = False,
+    project: Project | None = None,
 ) -> FileResult:
     """Lint (and optionally fix) ``data``, the bytes of the file ``path``.
 
@@ -509,7 +523,7 @@ def lint_source(
     rules = selected_rules(config)
     text = data.decode(encoding)
     try:
-        analysis = _Analysis(path, text, config, rules, whole=not prefilter)
+        analysis = _Analysis(path, text, config, rules, whole=not prefilter, project=project)
     except LintError as exc:
         return FileResult(path, error=str(exc), source=data)
     if edits and not fix:
@@ -518,7 +532,9 @@ def lint_source(
     if not fix or not analysis.fixable(unsafe_fixes):
         return FileResult(path, remaining, source=data, stage="ast", suppressed=tuple(analysis.suppressed))
     try:
-        final, current, fixed_findings, cst_lines = _fix(path, text, analysis, config, rules, prefilter, unsafe_fixes)
+        final, current, fixed_findings, cst_lines = _fix(
+            path, text, analysis, config, rules, prefilter, unsafe_fixes, project
+        )
     except LintError as exc:
         return FileResult(path, remaining, error=str(exc), source=data, stage="fix")
     if current == text:
@@ -565,6 +581,7 @@ def _fix(
     rules: Sequence[type[Rule]],
     prefilter: bool,
     unsafe_fixes: bool,
+    project: Project | None = None,
 ) -> tuple[_Analysis, str, list[Finding], int]:
     current = text
     fixed_findings: list[Finding] = []
@@ -579,7 +596,7 @@ def _fix(
         candidate, applied, parsed = outcome
         cst_lines += parsed
         try:
-            next_analysis = _Analysis(path, candidate, config, rules, whole=not prefilter)
+            next_analysis = _Analysis(path, candidate, config, rules, whole=not prefilter, project=project)
         except LintError as exc:
             raise _FixInvalid(f"a fix produced invalid code ({exc}); file left unchanged") from None
         if _odd_layout(candidate):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .config import Config
 from .discovery import Discovered, discover
 from .engine import lint_source, may_hold_findings
+from .model.project import Project
 from .results import FileResult
 from .source import SourceError, read_source
 from .suppression import file_ignored_bytes
@@ -70,9 +71,24 @@ def _lean(result: FileResult) -> FileResult:
     return replace(result, source=None)
 
 
-def _analyse(job: tuple[str, bytes, Config, bool, bool, bool]) -> FileResult:
-    path, data, config, fix, prefilter, unsafe_fixes = job
-    return _lean(lint_source(path, data, config, fix=fix, prefilter=prefilter, unsafe_fixes=unsafe_fixes))
+#: the project of each run this process analyses files of, by the run's paths
+_PROJECTS: dict[tuple[str, ...], Project] = {}
+
+
+def _project(config: Config, paths: tuple[str, ...]) -> Project:
+    """The run's modules (:mod:`gradgate.model.project`), one per process and run."""
+    found = _PROJECTS.get(paths)
+    if found is None or found.config is not config:
+        _PROJECTS.clear()
+        found = _PROJECTS[paths] = Project(config, paths)
+    return found
+
+
+def _analyse(job: tuple[str, bytes, Config, bool, bool, bool, tuple[str, ...]]) -> FileResult:
+    path, data, config, fix, prefilter, unsafe_fixes, paths = job
+    project = _project(config, paths)
+    result = lint_source(path, data, config, fix=fix, prefilter=prefilter, unsafe_fixes=unsafe_fixes, project=project)
+    return _lean(result)
 
 
 #: what starting one worker costs (a fork, and LibCST imported again where a fix is made)
@@ -140,6 +156,7 @@ def run(
 
     discovered = _discovered(paths, config, skipped)
     total = len(discovered)
+    roots = tuple(dict.fromkeys(item.path for item in discovered if item.error is None))
     cache = None
     if options.cache_dir is not None and not options.fix and options.prefilter:
         from .cache import ResultCache, content_key
@@ -189,7 +206,8 @@ def run(
             if cache is not None:
                 cache.put(*recorded.pop(index), now_ns, prefiltered)
             continue
-        pending.append((index, (item.path, data, config, options.fix, options.prefilter, options.unsafe_fixes)))
+        job = (item.path, data, config, options.fix, options.prefilter, options.unsafe_fixes, roots)
+        pending.append((index, job))
 
     done = total - len(pending)
     computed, pool = _analysed([job for _, job in pending], options)

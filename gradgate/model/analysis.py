@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 from ..config import Config
 from .bdd import BudgetExceeded, Manager
 from .index import FunctionInfo, ModuleIndex
-from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
+from .interpret import ANY_WAY_KINDS, PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
+from .project import Callee, Project, module_name
 from .values import Step, Value
 
 MAX_ROUNDS = 6
@@ -40,16 +41,39 @@ class Entry:
 
 
 class ModuleAnalysis:
-    def __init__(self, tree: ast.Module, config: Config, text: str | None = None) -> None:
+    def __init__(
+        self,
+        tree: ast.Module,
+        config: Config,
+        text: str | None = None,
+        project: Project | None = None,
+        path: str = "<module>",
+        source_lines: list[str] | None = None,
+    ) -> None:
+        """``text``: the module's text, for the pre-filters (None: every function is
+        interpreted). ``project``: the run's modules, for calls into other modules
+        (None: this module alone). ``source_lines``: the text's lines, for columns."""
         self.tree = tree
         self.config = config
         self._lines = lines = _LineIndex(text) if text is not None else None
-        self.index = ModuleIndex(tree, config, (lambda w: lines.lines_with({w})) if lines is not None else None)
+        self.project = project if project is not None else Project(config)
+        package = module_name(path)[1] if project is not None and not path.startswith("<") else None
+        self.index = ModuleIndex(
+            tree, config, (lambda w: lines.lines_with({w})) if lines is not None else None, package
+        )
+        if source_lines is None:
+            source_lines = (text or "").splitlines(keepends=True)
+        self.module = self.project.register(path, tree, self.index, source_lines)
         self.bdd = Manager()
-        self.context = Context(self.index, self.bdd)
+        self.context = Context(self.index, self.bdd, self.project, self.module)
         self.results: dict[str | None, FunctionResult] = {}
         self.failed: list[str] = []
-        self._run()
+        #: the other files whose summaries the findings rest on
+        self.dependencies: frozenset[str] = frozenset()
+        with self.project.recording() as touched:
+            self._run()
+            self._add_call_decisions()
+        self.dependencies = frozenset(touched - {self.module.path})
 
     # -- rounds --------------------------------------------------------------------------
     def _relevant(self, words: set[str]) -> list[FunctionInfo]:
@@ -270,6 +294,50 @@ class ModuleAnalysis:
                 return Value(self.bdd.atom(("param", info.qualname, name)), fields=tuple(fields))
         return None
 
+    # -- decisions made in the functions called ---------------------------------------------
+    def _add_call_decisions(self) -> None:
+        """A call passing grad mode to a parameter that decides something in the callee
+        (or further down, in any module) is a decision of the caller: where grad mode
+        enters the call. Parameters every caller of the module passes grad mode to are
+        grad mode in the callee already (the finding is there)."""
+        bdd = self.bdd
+        for function, result in self.results.items():
+            for site in (*result.calls, *result.external_calls):
+                slots: list[tuple[int | str, Value | None]] = [*enumerate(site.args), *site.keywords]
+                seeded = self.context.seeds.get(site.callee, {}) if site.external is None else {}
+                callee: Callee | None = None
+                for slot, value in slots:
+                    if value is None or value.items is not None or value.fields is not None:
+                        continue
+                    if not bdd.depends_on_grad(value.bdd):
+                        continue
+                    if callee is None:
+                        module = self.project.load(site.external[0]) if site.external else self.module
+                        if module is None:
+                            break
+                        callee = Callee(module, site.external[1] if site.external else site.callee, site.skip)
+                    summary = self.project.summary(callee.module, callee.qualname)
+                    parameter = summary.parameter(slot, site.skip)
+                    if parameter is None or parameter in seeded:
+                        continue
+                    shown = f"`{parameter}`"
+                    enter = self.module.places(
+                        site.node.lineno, site.node.col_offset, f"grad mode passed as {shown} to `{callee.qualname}`"
+                    )
+                    for effect in self.project.effects(callee, slot):
+                        negated = effect.polarity < 0
+                        decided = Decision(
+                            effect.kind,
+                            effect.name,
+                            bdd.negate(value.bdd) if negated else value.bdd,
+                            value.origins,
+                            site.node,
+                            function or "<module>",
+                            ("via", id(site.node), slot, effect.kind, effect.name, effect.steps[-1]),
+                            (enter, *effect.steps),
+                        )
+                        result.decisions.append(decided)
+
     # -- decisions ------------------------------------------------------------------------
     @property
     def decisions(self) -> list[Decision]:
@@ -311,8 +379,10 @@ class ModuleAnalysis:
         if not gating:
             return []
         fixed = bdd.real(bdd.restrict_all(decision.bdd, {v: True for _, v, _ in gating}))
-        proven = bdd.grad_on(fixed) == bdd.grad_on(decision.bdd) and (
-            not bdd.depends_on_grad(fixed) if decision.depends_any_way else not bdd.forced_off_by_no_grad(fixed)
+        proven = (
+            not decision.via
+            and bdd.grad_on(fixed) == bdd.grad_on(decision.bdd)
+            and (not bdd.depends_on_grad(fixed) if decision.depends_any_way else not bdd.forced_off_by_no_grad(fixed))
         )
         entries = []
         for origin, _target, _value in gating:

@@ -36,6 +36,9 @@ class Manager:
         self._real: dict[int, int] = {}
         #: variables that stand for one grad-mode read each (each is grad mode itself)
         self.read_vars: set[int] = set()
+        #: variables that stand for a function's parameter: var -> its atom's key
+        #: (``("param", function, name)``)
+        self.param_vars: dict[int, tuple[str, str, str]] = {}
         self.budget = budget
 
     # -- building ------------------------------------------------------------------
@@ -56,6 +59,25 @@ class Manager:
         node = self.atom(key)
         self.read_vars.add(self.var(node))
         return node
+
+    def param(self, function: str, name: str) -> int:
+        """The atom of parameter ``name`` of ``function``, what its summary is about."""
+        key = ("param", function, name)
+        node = self.atom(key)
+        self.param_vars[self.var(node)] = key
+        return node
+
+    def carries(self, a: int) -> bool:
+        """Does ``a`` depend on grad mode, a read of it or a parameter (cheap, by support)?"""
+        if a <= TRUE:
+            return False
+        return any(v == GRAD or v in self.read_vars or v in self.param_vars for v in self.support(a))
+
+    def params_in(self, a: int) -> frozenset[int]:
+        """The parameter variables ``a`` depends on."""
+        if a <= TRUE or not self.param_vars:
+            return frozenset()
+        return frozenset(v for v in self.support(a) if v in self.param_vars)
 
     def real(self, a: int) -> int:
         """``a`` with every read variable replaced by grad mode."""
@@ -196,6 +218,19 @@ class Manager:
             return False
         var, low, high = self._nodes[a]
         return (var == GRAD or var in self.read_vars) and low <= TRUE and high <= TRUE
+
+    def monotone(self, a: int, var: int) -> int | None:
+        """How ``a`` depends on ``var``: 1 if turning ``var`` off can only turn ``a`` off,
+        -1 if turning it on can only turn ``a`` off, 0 if both happen, None if ``a`` does
+        not depend on it."""
+        low, high = self.restrict(a, var, False), self.restrict(a, var, True)
+        if low == high:
+            return None
+        if self.conj(low, self.negate(high)) == FALSE:
+            return 1
+        if self.conj(high, self.negate(low)) == FALSE:
+            return -1
+        return 0
 
     def polarity(self, a: int) -> int:
         """1 if the pure grad-mode value ``a`` is grad mode, 0 if its negation."""

@@ -82,7 +82,9 @@ def qualify(name: str, aliases: dict[str, str]) -> str:
     return f"{target}.{rest}" if rest else target
 
 
-def import_aliases(statements: Iterator[ast.stmt] | list[ast.stmt]) -> dict[str, str]:
+def import_aliases(statements: Iterator[ast.stmt] | list[ast.stmt], package: str | None = None) -> dict[str, str]:
+    """What each imported name stands for, fully qualified. Relative imports are
+    resolved against ``package`` (the package holding the module), when it is known."""
     aliases: dict[str, str] = {}
     for statement in statements:
         if isinstance(statement, ast.Import):
@@ -92,10 +94,29 @@ def import_aliases(statements: Iterator[ast.stmt] | list[ast.stmt]) -> dict[str,
                 else:
                     head = alias.name.split(".")[0]
                     aliases[head] = head
-        elif isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
+        elif isinstance(statement, ast.ImportFrom):
+            source = _absolute(statement, package)
+            if source is None:
+                continue
             for alias in statement.names:
-                aliases[alias.asname or alias.name] = f"{statement.module}.{alias.name}"
+                if alias.name != "*":
+                    aliases[alias.asname or alias.name] = f"{source}.{alias.name}"
     return aliases
+
+
+def _absolute(statement: ast.ImportFrom, package: str | None) -> str | None:
+    """The module a ``from ... import`` reads from, fully qualified, or None."""
+    if not statement.level:
+        return statement.module
+    if package is None:
+        return None
+    parts = package.split(".") if package else []
+    if statement.level - 1 > len(parts) or (statement.level - 1 == len(parts) and not statement.module):
+        return None
+    base = parts[: len(parts) - (statement.level - 1)]
+    if statement.module:
+        base.append(statement.module)
+    return ".".join(base) or None
 
 
 def own_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -128,12 +149,20 @@ def own_calls(node: ast.AST) -> Iterator[ast.Call]:
 
 
 class ModuleIndex:
-    def __init__(self, tree: ast.Module, config: Config, lines: Callable[[str], list[int]] | None = None) -> None:
+    def __init__(
+        self,
+        tree: ast.Module,
+        config: Config,
+        lines: Callable[[str], list[int]] | None = None,
+        package: str | None = None,
+    ) -> None:
         """``lines(word)``, the lines where a word occurs, lets the index skip the
-        functions that cannot hold what a question looks for; without it, none is skipped."""
+        functions that cannot hold what a question looks for; without it, none is skipped.
+        ``package``: the package holding the module, for its relative imports."""
         self.tree = tree
         self.config = config
-        self.aliases = import_aliases(tree.body)
+        self.package = package
+        self.aliases = import_aliases(tree.body, package)
         self._aliases: dict[str, dict[str, str]] = {}
         self.functions: dict[str, FunctionInfo] = {}
         self.by_node: dict[ast.AST, FunctionInfo] = {}
@@ -303,6 +332,8 @@ class ModuleIndex:
     def is_comm_callee(self, func: ast.AST, aliases: dict[str, str]) -> bool:
         """Does calling ``func`` perform forward communication: a configured API (under
         its qualified name), or a name like one?"""
+        while isinstance(func, ast.Call) and len(func.args) == 1 and not func.keywords:
+            func = func.args[0]  # `instrument(dist.all_gather)(...)`: a wrapper, called at once
         name = dotted(func)
         if name is not None:
             qualified = qualify(name, aliases)
@@ -316,7 +347,8 @@ class ModuleIndex:
         found = self._aliases.get(info.qualname)
         if found is None:
             local = import_aliases(
-                s for s in own_statements(info.node.body) if isinstance(s, (ast.Import, ast.ImportFrom))
+                (s for s in own_statements(info.node.body) if isinstance(s, (ast.Import, ast.ImportFrom))),
+                self.package,
             )
             found = self._aliases[info.qualname] = {**self.aliases, **local} if local else self.aliases
         return found

@@ -17,9 +17,15 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from typing import TYPE_CHECKING
+
 from .bdd import FALSE, TRUE, Manager
 from .index import FunctionInfo, ModuleIndex, dotted, qualify
-from .values import Environment, FunctionRef, Step, Value
+from .types import TypeHints, self_attribute
+from .values import Environment, FunctionRef, Place, Step, Value
+
+if TYPE_CHECKING:
+    from .project import Callee, ModuleFile, Project
 
 _TRAINING_NAME = re.compile(r"^(is_)?train(ing)?(_mode)?$")
 _MODE_KEYWORDS = re.compile(
@@ -52,6 +58,8 @@ _MODE_POSITIONS = {
 #: sequences longer than this are not followed item by item
 _MAX_ITEMS = 256
 _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+#: decision kinds where any dependence on grad mode counts, not only "forced off"
+ANY_WAY_KINDS = frozenset({"selection", "mode-switch", "mode-selector"})
 
 
 @dataclass(frozen=True)
@@ -75,11 +83,13 @@ class Decision:
     node: ast.AST
     function: str
     key: tuple[object, ...]
+    #: a decision made in a function this one calls: the steps from the call to it
+    via: tuple[Place, ...] = ()
 
     @property
     def depends_any_way(self) -> bool:
         """Does any dependence on grad mode count (not only ``forced off``)?"""
-        return self.kind in ("selection", "mode-switch", "mode-selector")
+        return self.kind in ANY_WAY_KINDS
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,8 @@ class CallSite:
     function: str
     #: a ``**mapping`` argument: which keywords reach the callee is not known
     double_star: bool = False
+    #: a callee of another module (or reached through the project): (module, qualname)
+    external: tuple[str, str] | None = None
 
 
 @dataclass
@@ -101,6 +113,9 @@ class FunctionResult:
     decisions: list[Decision] = field(default_factory=list)
     returns: list[Value] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
+    #: calls the project resolved (another module, a method of a value's class), made
+    #: with arguments that carry grad mode or a parameter
+    external_calls: list[CallSite] = field(default_factory=list)
     #: (attribute name, value stored, the class when the receiver is ``self``)
     attribute_stores: list[tuple[str, Value, str | None]] = field(default_factory=list)
     #: calls that receive grad mode itself as an argument: (call, argument values)
@@ -122,9 +137,14 @@ PLAIN = Value(FALSE, ident="plain")
 class Context:
     """What the interpreter asks of the module: shared by every function."""
 
-    def __init__(self, index: ModuleIndex, manager: Manager) -> None:
+    def __init__(
+        self, index: ModuleIndex, manager: Manager, project: Project | None = None, module: ModuleFile | None = None
+    ) -> None:
         self.index = index
         self.bdd = manager
+        #: the run's modules, for names of other modules (None: this module alone)
+        self.project = project
+        self.hints = module.hints if module is not None else TypeHints(index, "")
         config = index.config
         self.grad_functions = frozenset(config.grad_functions)
         self.inference_functions = frozenset(config.inference_functions)
@@ -214,7 +234,7 @@ class Interpreter:
                     f"parameter `{name}` taken as grad mode (no caller in the module supplies it)",
                 ),
             )
-        return self._opaque(("param", self.qualname, name))
+        return Value(self.bdd.param(self.qualname, name), ident=("param", self.qualname, name))
 
     # -- values -----------------------------------------------------------------------------
     def _opaque(self, key: object, origins: frozenset[ast.AST] = frozenset()) -> Value:
@@ -571,7 +591,11 @@ class Interpreter:
     def _record(self, kind: str, name: str, value: Value, node: ast.AST, key: tuple[object, ...]) -> None:
         if self.info is not None and self.info.backward:
             return
-        if not self.bdd.depends_on_grad(value.bdd) and kind != "function-forward-read":
+        if (
+            not self.bdd.depends_on_grad(value.bdd)
+            and kind != "function-forward-read"
+            and not self.bdd.params_in(value.bdd)
+        ):
             return
         self.result.decisions.append(Decision(kind, name, value.bdd, value.origins, node, self.qualname, key))
 
@@ -612,6 +636,9 @@ class Interpreter:
         qualified = qualify(name, self.aliases)
         if qualified in self.c.grad_functions or qualified in self.c.inference_functions:
             return Value(TRUE, ident=("grad-function", 1 if qualified in self.c.grad_functions else -1))
+        if self.c.project is not None and name in self.aliases:
+            ref = FunctionRef(qualified, external=True)
+            return Value(TRUE, ident=("extern", qualified), function=ref)
         if name in self.c.grad_names and (
             (self.info is not None and ".<locals>." in self.qualname) or name not in self.index.module_names
         ):
@@ -692,7 +719,18 @@ class Interpreter:
             if method and not self.index.functions[method].is_property:
                 skip = 0 if self.index.functions[method].static else 1
                 return Value(TRUE, ident=("function", method), function=FunctionRef(method, skip=skip))
-        return self._opaque(("attr", base.ident if base.ident is not None else ("v", base.bdd), attr), base.origins)
+        if base.function is not None and base.function.external and base.function.receiver is None:
+            qualified = f"{base.function.qualname}.{attr}"  # `module.function`, `Class.method`
+            return Value(TRUE, ident=("extern", qualified), function=FunctionRef(qualified, external=True))
+        if base.made_by is not None:  # a method of a value whose class the project may know
+            ident = ("method", base.made_by, attr)
+            return Value(TRUE, ident=ident, function=FunctionRef(attr, external=True, receiver=base.made_by))
+        key = ("attr", base.ident if base.ident is not None else ("v", base.bdd), attr)
+        if on_self and self.c.project is not None:
+            made = self.c.hints.attribute(self.owner, attr)
+            if made is not None:
+                return replace(self._opaque(key, base.origins), made_by=made)
+        return self._opaque(key, base.origins)
 
     def _e_Subscript(self, node: ast.Subscript, env: Environment) -> Value:
         base = self.eval(node.value, env)
@@ -709,9 +747,14 @@ class Interpreter:
                 found = base.field(key.value)
                 if found is not None:
                     return self._read(found, node)
-        return self._opaque(
+        item = self._opaque(
             ("item", base.ident if base.ident is not None else ("v", base.bdd), ast.dump(key)), base.origins
         )
+        if self.c.project is not None and self.owner is not None:
+            made = self.c.hints.attribute(self.owner, self_attribute(node) or "")
+            if made is not None:  # `self.coordinators[key]`, stored from a constructor
+                return replace(item, made_by=made)
+        return item
 
     def _e_BoolOp(self, node: ast.BoolOp, env: Environment) -> Value:
         values = [self.eval(v, env) for v in node.values]
@@ -829,14 +872,63 @@ class Interpreter:
         builtin = self._builtin(node, args, origins, receiver, bound)
         if builtin is not None:
             return builtin
-        self._decisions_of_call(node, args, keywords)
+        target = callee.function
+        elsewhere = self._resolved_elsewhere(node, target, args, keywords)
+        self._decisions_of_call(node, args, keywords, decided_inside=bool(elsewhere))
         if any(self.bdd.is_pure_grad(v.bdd) for v in (*args, *(v for _, v in keywords))):
             before = (receiver,) if receiver is not None else ()
             self.result.grad_taking_calls.append((node, (*before, *args, *(v for _, v in keywords))))
-        target = callee.function
+        for found in elsewhere:
+            bound = target.args if target is not None and target.external else ()
+            named = [*target.keywords, *keywords] if target is not None and target.external else keywords
+            self._external_site(node, found, [*bound, *args], named, len(bound))
+        if target is not None and target.external:
+            value = self._opaque(("call", id(node)), origins)
+            return replace(value, made_by=target.qualname) if target.receiver is None else value
         if target is not None:
             return self._call_module_function(node, target, args, keywords, origins)
         return self._opaque(("call", id(node)), origins)
+
+    def _resolved_elsewhere(
+        self,
+        node: ast.Call,
+        target: FunctionRef | None,
+        args: list[Value],
+        keywords: list[tuple[str | None, Value]],
+    ) -> list[Callee]:
+        """The functions the project resolves a call to (a name of another module, a
+        method of a value of known make, the functions attached to objects under the
+        called attribute): asked only when an argument carries grad mode or a
+        parameter, what summaries are about."""
+        project = self.c.project
+        if project is None:
+            return []
+        if target is not None and target.external:
+            if not self._matters([*target.args, *args], [*target.keywords, *keywords]):
+                return []
+            found = project.callee(target)
+            return [found] if found is not None else []
+        if target is None and isinstance(node.func, ast.Attribute) and self._matters(args, keywords):
+            return project.attached(node.func.attr)
+        return []
+
+    def _matters(self, args: list[Value], keywords: list[tuple[str | None, Value]]) -> bool:
+        """Does an argument carry grad mode or a parameter (what a summary is about)?"""
+        return any(self.bdd.carries(v.bdd) for v in (*args, *(v for _, v in keywords)))
+
+    def _external_site(
+        self, node: ast.Call, callee: Callee, args: list[Value], keywords: list[tuple[str | None, Value]], bound: int
+    ) -> None:
+        passed: list[Value | None] = [*args[:bound]]
+        starred = False
+        for argument, value in zip(node.args, args[bound:]):
+            starred = starred or isinstance(argument, ast.Starred)
+            passed.append(None if starred else value)
+        named = tuple((k, v) for k, v in keywords if k)
+        double_star = any(k is None for k, _ in keywords)
+        where = (callee.module.name, callee.qualname)
+        site = CallSite(callee.qualname, callee.skip, tuple(passed), named, node, self.qualname, double_star, where)
+        self.result.external_calls.append(site)
 
     def _grad_source(self, node: ast.Call, callee: Value, args: list[Value]) -> Value | None:
         ident = callee.ident
@@ -932,7 +1024,15 @@ class Interpreter:
             )
         return None
 
-    def _decisions_of_call(self, node: ast.Call, args: list[Value], keywords: list[tuple[str | None, Value]]) -> None:
+    def _decisions_of_call(
+        self,
+        node: ast.Call,
+        args: list[Value],
+        keywords: list[tuple[str | None, Value]],
+        decided_inside: bool = False,
+    ) -> None:
+        """The decisions a call makes; ``decided_inside``: the project sees the function
+        it runs, whose summary says what its arguments decide."""
         func = node.func
         comm = self.index.is_comm_callee(func, self.aliases)
         resolved = None if comm else self.index.resolve(func, self.owner, self.aliases)
@@ -946,7 +1046,7 @@ class Interpreter:
             )
             bdd, origins, first = self._comm.get(name, (FALSE, frozenset(), node))
             self._comm[name] = (self.bdd.disj(bdd, self.pc), origins | self.pc_origins, first)
-            if resolved is None:  # a function of the module decides on its arguments inside
+            if resolved is None and not decided_inside:  # a function we see decides on its arguments inside
                 for keyword, value in _expanded(keywords):
                     kind = "selection" if _SELECTION_KEYWORDS.search(keyword) else "comm-option"
                     self._record(kind, keyword, value, node, key=(kind, keyword, id(node)))
@@ -997,10 +1097,11 @@ class Interpreter:
         if qualname in self.index.classes:
             init = self.index.method(qualname, "__init__")
             klass = self.index.classes[qualname]
+            made = self.c.hints.local(qualname)
             if init is None:
                 fields = list(zip(klass.fields, (*target.args, *args)))
                 fields += [(k, v) for k, v in (*target.keywords, *keywords) if k]
-                return Value(TRUE, origins, ident=("instance", id(node)), fields=tuple(fields))
+                return Value(TRUE, origins, ident=("instance", id(node)), fields=tuple(fields), made_by=made)
             qualname, skip = init, 1
         elif isinstance(node.func, (ast.Name, ast.Attribute)):
             resolved = self.index.resolve(node.func, self.owner, self.aliases)
@@ -1023,7 +1124,8 @@ class Interpreter:
         if returned is not None:
             step = Step(node.lineno, node.col_offset, f"`{qualname}()` returns grad mode")
             return self._read(replace(returned, trail=(*returned.trail, step)), node)
-        return self._opaque(("call", id(node)), origins)
+        made = self.c.hints.local(target.qualname) if self.c.project is not None else None
+        return replace(self._opaque(("call", id(node)), origins), made_by=made)
 
     def _selector(
         self, node: ast.Call, qualname: str, skip: int, args: list[Value | None], keywords: list[tuple[str, Value]]

@@ -25,6 +25,16 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Place:
+    """A step of a path in any file: 1-based line and character column."""
+
+    path: str
+    line: int
+    column: int
+    message: str
+
+
+@dataclass(frozen=True)
 class FunctionRef:
     """A function (or class) of the module as a value: ``fn = _Linear.apply``, or
     ``functools.partial(helper, training=g)`` with its bound arguments."""
@@ -34,6 +44,12 @@ class FunctionRef:
     skip: int = 0
     args: tuple[Value, ...] = ()
     keywords: tuple[tuple[str, Value], ...] = ()
+    #: a name of another module (``qualname`` is then fully qualified), resolved by the
+    #: project only where a call passes something that matters
+    external: bool = False
+    #: a method looked up on a value of known make (``qualname`` is then the method's
+    #: name, this the receiver's :attr:`Value.made_by`)
+    receiver: str | None = None
 
 
 @dataclass(frozen=True)
@@ -46,6 +62,9 @@ class Value:
     fields: tuple[tuple[str, Value], ...] | None = None
     function: FunctionRef | None = None
     trail: tuple[Step, ...] = ()
+    #: the fully qualified name of what made this value: the class or function whose
+    #: call returned it (a type, to resolve the methods called on it), else None
+    made_by: str | None = None
 
     def field(self, name: str) -> Value | None:
         for key, value in self.fields or ():

@@ -1,0 +1,427 @@
+"""The modules of one run, linked: names resolved across files by import and qualified
+name, and the effects of a function's parameters followed through any number of calls
+into other modules (:mod:`gradgate.model.summary`).
+
+Modules are found as Python would import them, from the *roots* above the top-level
+packages of the checked files (so a file checked alone still sees its package), and
+read only on demand: when a call passes something that matters (grad mode, or in a
+summary, a parameter) to a name of another module. Everything read is remembered for
+the run; what each analysis read is recorded, so that its cached result can be
+invalidated when one of those files changes (:attr:`Project.parsed` counts the parses).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+import tokenize
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ..config import Config
+from .bdd import BudgetExceeded, Manager
+from .index import ModuleIndex, own_statements
+from .summary import EMPTY, Effect, FunctionSummary, PlaceMaker, compose, summarise
+from .types import TypeHints
+from .values import FunctionRef
+
+#: how many calls deep a parameter's effects are followed, and how many are kept
+MAX_DEPTH = 12
+MAX_EFFECTS = 8
+#: `obj.attr = function` at the start of a line (a method attached to an object)
+_ATTACHED = re.compile(rb"^[ \t]*[A-Za-z_][\w.]*\.(\w+)[ \t]*=[ \t]*([A-Za-z_]\w*)[ \t]*(?:#[^\r\n]*)?\r?$", re.M)
+#: more functions attached under one attribute name than this: too common to follow
+MAX_ATTACHED = 4
+
+
+@dataclass
+class ModuleFile:
+    """A module the project has read: its name, file and index."""
+
+    name: str
+    path: str
+    index: ModuleIndex
+    hints: TypeHints
+    places: PlaceMaker
+
+
+@dataclass(frozen=True)
+class Callee:
+    """A function a call runs: its module, qualified name in it, and how many leading
+    parameters the call does not pass."""
+
+    module: ModuleFile
+    qualname: str
+    skip: int
+
+
+def module_name(path: str) -> tuple[str, str, str]:
+    """``(module, package, root)`` of a file: ``a/b/c.py`` in packages ``a`` and ``a.b``
+    is ``("a.b.c", "a.b", dir above a)``."""
+    path = os.path.abspath(path)
+    directory, filename = os.path.split(path)
+    stem = filename[:-3] if filename.endswith(".py") else filename
+    parts = [] if stem == "__init__" else [stem]
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        parent, base = os.path.split(directory)
+        if parent == directory or not base.isidentifier():
+            break
+        parts.insert(0, base)
+        directory = parent
+    name = ".".join(parts)
+    package = name if stem == "__init__" else name.rpartition(".")[0]
+    return name, package, directory
+
+
+class Project:
+    def __init__(self, config: Config, paths: Iterable[str] = ()) -> None:
+        self.config = config
+        self.roots: list[str] = []
+        self._packages: list[str] = []
+        for path in paths:
+            self.add_root(path)
+        self._found: dict[str, str | None] = {}
+        self._modules: dict[str, ModuleFile | None] = {}
+        self._by_path: dict[str, ModuleFile] = {}
+        self._summaries: dict[tuple[str, str], FunctionSummary] = {}
+        self._effects: dict[tuple[str, str, str], tuple[tuple[Effect, ...], frozenset[str]]] = {}
+        self._attached: dict[str, list[tuple[str, str]]] | None = None
+        self._recording: list[set[str]] = []
+        #: the parameters whose effects are being followed, and those a cycle reached
+        self._open: list[tuple[str, str, str]] = []
+        self._cycled: set[tuple[str, str, str]] = set()
+        #: every file the project parsed, in order (a file is parsed once a run)
+        self.parsed: list[str] = []
+
+    # -- where modules are ------------------------------------------------------------
+    def add_root(self, path: str) -> None:
+        name, _package, root = module_name(path)
+        if root not in self.roots:
+            self.roots.append(root)
+        top = name.split(".")[0]
+        package = os.path.join(root, top)
+        if top and os.path.isdir(package) and package not in self._packages:
+            self._packages.append(package)
+
+    def _find(self, name: str) -> str | None:
+        if name in self._found:
+            return self._found[name]
+        found = None
+        if name and all(p.isidentifier() for p in name.split(".")):
+            relative = name.replace(".", os.sep)
+            for root in self.roots:
+                for candidate in (os.path.join(root, relative + ".py"), os.path.join(root, relative, "__init__.py")):
+                    if os.path.isfile(candidate):
+                        found = candidate
+                        break
+                if found:
+                    break
+        self._found[name] = found
+        return found
+
+    def register(self, path: str, tree: ast.Module, index: ModuleIndex, lines: list[str]) -> ModuleFile:
+        """The module being analysed, parsed already (not read again)."""
+        name = index_name(index, path)
+        module = ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(path, lines))
+        if name in self._modules:  # another version of the text (a fix pass): forget the old
+            self._summaries = {k: v for k, v in self._summaries.items() if k[0] != name}
+            self._effects.clear()
+        self._modules[name] = module
+        self._by_path[os.path.abspath(path)] = module
+        return module
+
+    def load(self, name: str) -> ModuleFile | None:
+        if name in self._modules:
+            module = self._modules[name]
+            if module is not None:
+                self._touch({module.path})
+            return module
+        path = self._find(name)
+        module = None
+        if path is not None:
+            module = self._by_path.get(os.path.abspath(path)) or self._read(name, path)
+        self._modules[name] = module
+        if module is not None:
+            self._touch({module.path})
+        return module
+
+    def _read(self, name: str, path: str) -> ModuleFile | None:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+            text = data.decode(encoding)
+            tree = ast.parse(text)
+        except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
+            return None
+        self.parsed.append(path)
+        package = name if os.path.basename(path) == "__init__.py" else name.rpartition(".")[0]
+        index = ModuleIndex(tree, self.config, None, package)
+        lines = text.splitlines(keepends=True)
+        module = ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(_shown(path), lines))
+        self._by_path[os.path.abspath(path)] = module
+        return module
+
+    # -- what files an analysis read --------------------------------------------------
+    @contextmanager
+    def recording(self) -> Iterator[set[str]]:
+        """The paths of the modules consulted inside the ``with`` block."""
+        touched: set[str] = set()
+        self._recording.append(touched)
+        try:
+            yield touched
+        finally:
+            self._recording.pop()
+
+    def _touch(self, paths: Iterable[str]) -> None:
+        for recording in self._recording:
+            recording.update(paths)
+
+    # -- resolving names --------------------------------------------------------------
+    def resolve(self, qualified: str, depth: int = 0) -> tuple[ModuleFile, str, str] | None:
+        """``(module, kind, qualname)`` for a fully qualified name: kind ``function``,
+        ``class`` or ``module``; re-exports (``from .impl import f`` in a package) are
+        followed."""
+        parts = qualified.split(".")
+        for cut in range(len(parts), 0, -1):
+            name = ".".join(parts[:cut])
+            if self._find(name) is None and name not in self._modules:
+                continue
+            module = self.load(name)
+            if module is None:
+                continue
+            rest = ".".join(parts[cut:])
+            if not rest:
+                return module, "module", ""
+            index = module.index
+            if rest in index.classes:
+                return module, "class", rest
+            if rest in index.functions:
+                return module, "function", rest
+            head, _, tail = rest.partition(".")
+            if head in index.aliases and head not in index.classes and depth < 8:
+                target = index.aliases[head] + (f".{tail}" if tail else "")
+                return self.resolve(target, depth + 1) if target != qualified else None
+            if head in index.classes and tail and "." not in tail:
+                found = self.method(module, head, tail)
+                if found is not None:
+                    return found[0], "function", found[1]
+            return None
+        return None
+
+    def method(self, module: ModuleFile, klass: str, name: str, depth: int = 0) -> tuple[ModuleFile, str] | None:
+        """The method ``name`` of class ``klass`` of ``module``, through its bases in
+        any module of the project."""
+        info = module.index.classes.get(klass)
+        if info is None or depth > 8:
+            return None
+        if name in info.methods:
+            return module, info.methods[name]
+        for base in info.bases:
+            if base in module.index.classes:
+                found = self.method(module, base, name, depth + 1)
+            else:
+                resolved = self.resolve(base)
+                found = (
+                    self.method(resolved[0], resolved[2], name, depth + 1)
+                    if resolved is not None and resolved[1] == "class"
+                    else None
+                )
+            if found is not None:
+                return found
+        return None
+
+    def instance_class(self, made_by: str, depth: int = 0) -> tuple[ModuleFile, str] | None:
+        """The class of what a call of ``made_by`` returns: the class itself, or what
+        the function returns (:meth:`TypeHints.returned`)."""
+        resolved = self.resolve(made_by)
+        if resolved is None or depth > 4:
+            return None
+        module, kind, qualname = resolved
+        if kind == "class":
+            return module, qualname
+        if kind == "function":
+            returned = module.hints.returned(module.index.functions[qualname])
+            return self.instance_class(returned, depth + 1) if returned else None
+        return None
+
+    def callee(self, ref: FunctionRef) -> Callee | None:
+        """The function a call of ``ref`` (an external or receiver-bound reference) runs."""
+        if ref.receiver is not None:
+            klass = self.instance_class(ref.receiver)
+            if klass is None:
+                return None
+            found = self.method(klass[0], klass[1], ref.qualname)
+            if found is None:
+                return None
+            return Callee(found[0], found[1], 0 if found[0].index.functions[found[1]].static else 1)
+        resolved = self.resolve(ref.qualname)
+        if resolved is None:
+            return None
+        module, kind, qualname = resolved
+        if kind == "function":
+            return Callee(module, qualname, ref.skip)
+        if kind == "class":
+            init = self.method(module, qualname, "__init__")
+            return Callee(init[0], init[1], 1) if init is not None else None
+        return None
+
+    def attached(self, attr: str) -> list[Callee]:
+        """The functions the project attaches to objects as ``obj.attr = function``
+        (DeepSpeed's ``param.all_gather_coalesced = all_gather_coalesced``): what a call
+        of ``x.attr(...)`` on an object of unknown class may run (at most
+        :data:`MAX_ATTACHED`; none where more are attached)."""
+        if self._attached is None:
+            self._attached = self._scan_attached()
+        stores = self._attached.get(attr, [])
+        if len(stores) > MAX_ATTACHED:
+            return []
+        found: list[Callee] = []
+        for path, function in stores:
+            name, _package, root = module_name(path)
+            if root not in self.roots:
+                self.roots.append(root)
+            module = self.load(name)
+            if module is None:
+                continue
+            for info in module.index.functions.values():
+                for statement in own_statements(info.node.body):
+                    if (
+                        isinstance(statement, ast.Assign)
+                        and isinstance(statement.value, ast.Name)
+                        and statement.value.id == function
+                        and any(isinstance(t, ast.Attribute) and t.attr == attr for t in statement.targets)
+                    ):
+                        local = f"{info.qualname}.<locals>.{function}"
+                        qualname = local if local in module.index.functions else function
+                        callee = Callee(module, qualname, 0)
+                        if qualname in module.index.functions and callee not in found:
+                            found.append(callee)
+        return found
+
+    def _scan_attached(self) -> dict[str, list[tuple[str, str]]]:
+        stores: dict[str, list[tuple[str, str]]] = {}
+        for package in self._packages:
+            for directory, dirs, files in os.walk(package):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for filename in sorted(files):
+                    if not filename.endswith(".py"):
+                        continue
+                    path = os.path.join(directory, filename)
+                    try:
+                        with open(path, "rb") as handle:
+                            data = handle.read()
+                    except OSError:
+                        continue
+                    for match in _ATTACHED.finditer(data):
+                        attr, function = match.group(1).decode(), match.group(2).decode()
+                        entry = (path, function)
+                        if entry not in stores.setdefault(attr, []):
+                            stores[attr].append(entry)
+        return stores
+
+    # -- summaries and effects -----------------------------------------------------------
+    def summary(self, module: ModuleFile, qualname: str) -> FunctionSummary:
+        key = (module.name, qualname)
+        found = self._summaries.get(key)
+        if found is not None:
+            return found
+        self._summaries[key] = EMPTY  # a recursive call sees no effects
+        info = module.index.functions.get(qualname)
+        summary = EMPTY
+        if info is not None and not info.backward:
+            from .interpret import Context, interpret
+
+            context = Context(module.index, Manager(), project=self, module=module)
+            try:
+                result = interpret(context, info)
+            except (BudgetExceeded, RecursionError):
+                result = None
+            if result is not None:
+                args = info.node.args
+                summary = summarise(
+                    result,
+                    tuple(a.arg for a in (*args.posonlyargs, *args.args)),
+                    frozenset(a.arg for a in args.kwonlyargs),
+                    context.bdd,
+                    module.places,
+                    module.name,
+                )
+        self._summaries[key] = summary
+        return summary
+
+    def effects(self, callee: Callee, slot: int | str) -> tuple[Effect, ...]:
+        """The decisions the argument ``slot`` of a call of ``callee`` takes part in,
+        in the callee or further down, each with the steps it takes there."""
+        parameter = self.summary(callee.module, callee.qualname).parameter(slot, callee.skip)
+        if parameter is None:
+            return ()
+        return self._parameter_effects(callee.module, callee.qualname, parameter, 0)
+
+    def _parameter_effects(self, module: ModuleFile, qualname: str, parameter: str, depth: int) -> tuple[Effect, ...]:
+        """The effects of one parameter, through the links of its function. Results are
+        remembered, except those computed while a function further up the same chain
+        was still open (a cycle): they lack what that function adds, and would make the
+        answer depend on which file asked first."""
+        key = (module.name, qualname, parameter)
+        known = self._effects.get(key)
+        if known is not None:
+            self._touch(known[1])
+            return known[0]
+        if key in self._open:
+            self._cycled.add(key)
+            return ()
+        self._open.append(key)
+        cycled_before = self._cycled
+        self._cycled = set()
+        try:
+            with self.recording() as touched:
+                touched.add(module.path)
+                effects = self._follow(module, qualname, parameter, depth)
+        finally:
+            self._open.pop()
+            inner, self._cycled = self._cycled, cycled_before
+        inner.discard(key)
+        if inner:  # part of a cycle opened further up: not remembered
+            self._cycled |= inner
+        else:
+            self._effects[key] = (effects, frozenset(touched))
+        self._touch(touched)
+        return effects
+
+    def _follow(self, module: ModuleFile, qualname: str, parameter: str, depth: int) -> tuple[Effect, ...]:
+        summary = self.summary(module, qualname)
+        out: list[Effect] = [e for p, e in summary.effects if p == parameter]
+        for link in summary.links:
+            if link.param != parameter or depth >= MAX_DEPTH:
+                continue
+            target = self.load(link.callee[0])
+            if target is None:
+                continue
+            inner = self.summary(target, link.callee[1]).parameter(link.slot, link.skip)
+            if inner is None:
+                continue
+            for effect in self._parameter_effects(target, link.callee[1], inner, depth + 1):
+                polarity = compose(link.polarity, effect.polarity)
+                if polarity == 0 and effect.polarity != 0:
+                    continue  # mixed polarity: only a choice's dependence counts
+                out.append(Effect(effect.kind, effect.name, polarity, (link.place, *effect.steps)))
+        unique: dict[tuple[object, ...], Effect] = {}
+        for effect in out:
+            unique.setdefault((effect.kind, effect.name, effect.polarity, effect.steps[-1]), effect)
+        return tuple(list(unique.values())[:MAX_EFFECTS])
+
+
+def _shown(path: str) -> str:
+    """A path as findings show it: relative to the working directory when under it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def index_name(index: ModuleIndex, path: str) -> str:
+    """The module name under which a registered module is known."""
+    name, _package, _root = module_name(path) if path and not path.startswith("<") else ("", "", "")
+    return name or "<module>"

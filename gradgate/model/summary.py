@@ -1,0 +1,152 @@
+"""Function summaries: what a function's parameters decide.
+
+A summary is read off one interpretation of the function with each parameter an atom
+of its own (:meth:`gradgate.model.bdd.Manager.param`): a decision whose diagram depends
+on a parameter's atom is an :class:`Effect` of that parameter, with its polarity
+(whether turning the parameter off can only turn the decision off); an argument of a
+call that depends on it is a :class:`Link` to the callee's parameter. Links are
+followed by :class:`gradgate.model.project.Project`, across modules; nothing here
+knows of files beyond the one path it is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .bdd import Manager
+from .interpret import ANY_WAY_KINDS, FunctionResult
+from .values import Place, Value
+
+
+@dataclass(frozen=True)
+class Effect:
+    """A decision a parameter takes part in: ``polarity`` 1 when the parameter off can
+    only turn it off, -1 when the parameter on can only turn it off, 0 when the
+    decision is a choice (a process group) that any dependence changes."""
+
+    kind: str
+    name: str
+    polarity: int
+    steps: tuple[Place, ...]
+
+
+@dataclass(frozen=True)
+class Link:
+    """An argument that depends on parameter ``param``: ``slot`` (a position after the
+    callee's ``skip`` leading parameters, or a keyword) of ``callee`` (module, qualname)."""
+
+    param: str
+    polarity: int
+    callee: tuple[str, str]
+    skip: int
+    slot: int | str
+    place: Place
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    positional: tuple[str, ...]
+    keyword_only: frozenset[str]
+    effects: tuple[tuple[str, Effect], ...] = ()
+    links: tuple[Link, ...] = ()
+
+    def parameter(self, slot: int | str, skip: int) -> str | None:
+        """The parameter a call's argument ``slot`` binds, or None."""
+        if isinstance(slot, int):
+            names = self.positional[skip:]
+            return names[slot] if 0 <= slot < len(names) else None
+        return slot if slot in self.positional or slot in self.keyword_only else None
+
+
+EMPTY = FunctionSummary((), frozenset())
+
+
+def compose(outer: int, inner: int) -> int:
+    """The polarity of a decision reached through a link of polarity ``outer``."""
+    return 0 if outer == 0 or inner == 0 else outer * inner
+
+
+def polarity_of(bdd: Manager, var: int, value: Value | None, any_way: bool) -> int | None:
+    """How ``value`` depends on the parameter variable ``var`` (see :class:`Effect`)."""
+    if value is None or value.items is not None or value.fields is not None:
+        return None
+    found = bdd.monotone(value.bdd, var)
+    if found is None:
+        return None
+    return 0 if any_way else found
+
+
+def summarise(
+    result: FunctionResult,
+    positional: tuple[str, ...],
+    keyword_only: frozenset[str],
+    bdd: Manager,
+    place: PlaceMaker,
+    module: str,
+) -> FunctionSummary:
+    """The summary of one interpreted function: ``place(line, column, message)`` makes
+    the shown steps (the column as ast gives it)."""
+    effects: list[tuple[str, Effect]] = []
+    for decision in result.decisions:
+        any_way = decision.kind in ANY_WAY_KINDS
+        for var in bdd.params_in(decision.bdd):
+            polarity = bdd.monotone(decision.bdd, var)
+            if polarity is None or (polarity == 0 and not any_way):
+                continue
+            line, column = getattr(decision.node, "lineno", 0), getattr(decision.node, "col_offset", 0)
+            step = place(
+                line, column, f"decides `{decision.name}` here ({_KIND_WORDS.get(decision.kind, decision.kind)})"
+            )
+            effects.append(
+                (bdd.param_vars[var][2], Effect(decision.kind, decision.name, 0 if any_way else polarity, (step,)))
+            )
+    links: list[Link] = []
+    for site in (*result.calls, *result.external_calls):
+        callee = site.external or (module, site.callee)
+        slots: list[tuple[int | str, Value | None]] = [*enumerate(site.args), *site.keywords]
+        for slot, value in slots:
+            if value is None:
+                break
+            for var in bdd.params_in(value.bdd):
+                polarity = polarity_of(bdd, var, value, False)
+                if polarity is None:
+                    continue
+                name = bdd.param_vars[var][2]
+                shown = slot if isinstance(slot, str) else f"argument {slot + 1}"
+                step = place(
+                    site.node.lineno, site.node.col_offset, f"`{name}` passed on as {_quoted(shown)} to `{callee[1]}`"
+                )
+                links.append(Link(name, polarity, callee, site.skip, slot, step))
+    return FunctionSummary(positional, keyword_only, tuple(effects), tuple(links))
+
+
+def _quoted(slot: str) -> str:
+    return slot if slot.startswith("argument") else f"`{slot}`"
+
+
+_KIND_WORDS = {
+    "flag": "a forward communication flag",
+    "comm": "whether a forward collective runs",
+    "comm-option": "an option of a forward collective",
+    "selection": "the process group of a forward collective",
+    "mode": "a kernel's training mode",
+    "mode-switch": "a module's train/eval switch",
+    "mode-selector": "a selector by train/eval mode",
+}
+
+
+class PlaceMaker:
+    """Makes :class:`Place` objects for one file, turning ast's UTF-8 byte columns into
+    1-based character columns."""
+
+    def __init__(self, path: str, lines: list[str]) -> None:
+        self.path = path
+        self.lines = lines
+
+    def __call__(self, line: int, column: int, message: str) -> Place:
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        try:
+            character = len(text.encode("utf-8")[:column].decode("utf-8"))
+        except UnicodeDecodeError:
+            character = column
+        return Place(self.path, line, character + 1, message)

@@ -1,0 +1,121 @@
+"""What makes a value, read from the code's shape: the callable whose call an attribute
+(``self.coord = Coordinator(...)``), a container's items (``self.coords[k] = ...``) or a
+function's ``return`` holds. Enough to resolve the methods called on such a value,
+best effort: where the stores of an attribute disagree, nothing is known.
+
+Names are fully qualified (import aliases resolved); a name of the module itself is
+qualified with the module's name, as :meth:`TypeHints.local` spells it.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .index import ClassInfo, FunctionInfo, ModuleIndex, dotted, own_statements, qualify
+
+#: values that initialise a container or leave an attribute unset: no type, no conflict
+_PLACEHOLDERS = (ast.Constant, ast.Dict, ast.List, ast.Set, ast.Tuple, ast.DictComp, ast.ListComp)
+#: a marker for "stores that disagree"
+_CONFLICT = "\0"
+
+
+class TypeHints:
+    def __init__(self, index: ModuleIndex, module: str) -> None:
+        self.index = index
+        self.module = module
+        self._attributes: dict[str, dict[str, str]] = {}
+        self._returns: dict[str, str | None] = {}
+
+    def local(self, qualname: str) -> str:
+        """The fully qualified name of a function or class of this module."""
+        return f"{self.module}.{qualname}" if self.module else qualname
+
+    def maker(self, node: ast.AST | None, aliases: dict[str, str]) -> str | None:
+        """The callable whose call ``node`` is (``Coordinator(...)``, ``mod.make(...)``)."""
+        if not isinstance(node, ast.Call):
+            return None
+        name = dotted(node.func)
+        if name is None:
+            return None
+        head = name.split(".")[0]
+        if head in self.index.classes or (head in self.index.functions and head not in aliases):
+            return self.local(name)
+        qualified = qualify(name, aliases)
+        return qualified if qualified != name or head in aliases else None
+
+    def attribute(self, klass: str | None, attr: str, depth: int = 0) -> str | None:
+        """What makes ``self.attr`` in the methods of ``klass`` (``attr[]``: its items)."""
+        if klass is None or depth > 8:
+            return None
+        info = self.index.classes.get(klass)
+        if info is None:
+            return None
+        found = self._attributes_of(info).get(attr)
+        if found is not None:
+            return None if found == _CONFLICT else found
+        for base in info.bases:
+            if base in self.index.classes:
+                inherited = self.attribute(base, attr, depth + 1)
+                if inherited is not None:
+                    return inherited
+        return None
+
+    def _attributes_of(self, info: ClassInfo) -> dict[str, str]:
+        found = self._attributes.get(info.name)
+        if found is not None:
+            return found
+        found = self._attributes[info.name] = {}
+        for qualname in info.methods.values():
+            method = self.index.functions[qualname]
+            aliases = self.index.aliases_of(method)
+            for statement in own_statements(method.node.body):
+                if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None:
+                    continue
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                for target in targets:
+                    key = self_attribute(target)
+                    if key is None or isinstance(statement.value, _PLACEHOLDERS):
+                        continue
+                    made = self.maker(statement.value, aliases) or _CONFLICT
+                    if found.get(key, made) != made:
+                        made = _CONFLICT
+                    found[key] = made
+        return found
+
+    def returned(self, info: FunctionInfo) -> str | None:
+        """What makes every value the function returns (``None`` returns aside)."""
+        if info.qualname in self._returns:
+            return self._returns[info.qualname]
+        self._returns[info.qualname] = None  # a recursive function returns nothing known
+        aliases = self.index.aliases_of(info)
+        bound: dict[str, str | None] = {}
+        makes: set[str | None] = set()
+        for statement in own_statements(info.node.body):
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+                target = statement.targets[0]
+                if isinstance(target, ast.Name):
+                    made = self.maker(statement.value, aliases)
+                    bound[target.id] = made if bound.get(target.id, made) == made else None
+            elif isinstance(statement, ast.Return) and statement.value is not None:
+                value = statement.value
+                if isinstance(value, ast.Constant) and value.value is None:
+                    continue
+                if isinstance(value, ast.Name):
+                    makes.add(bound.get(value.id))
+                elif self_attribute(value) is not None:
+                    makes.add(self.attribute(info.owner, self_attribute(value) or ""))
+                else:
+                    makes.add(self.maker(value, aliases))
+        result = makes.pop() if len(makes) == 1 else None
+        self._returns[info.qualname] = result
+        return result
+
+
+def self_attribute(node: ast.AST) -> str | None:
+    """``x`` for ``self.x``, ``x[]`` for ``self.x[key]``, else None."""
+    if isinstance(node, ast.Subscript):
+        inner = self_attribute(node.value)
+        return f"{inner}[]" if inner is not None and not inner.endswith("]") else None
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
