@@ -32,7 +32,7 @@ from . import __version__
 from .config import Config
 from .results import FileResult, Finding
 
-FORMAT = 4
+FORMAT = 5
 #: at most this many entries are kept (the oldest unused ones go first)
 MAX_ENTRIES = 100_000
 #: a file modified this recently (ns) before it was read gets no status entry: a write in
@@ -198,11 +198,54 @@ class ResultCache:
             # a file the pre-filter dropped is reported as such; any other came from here
             stage = "prefilter" if entry.get("stage") == "prefilter" else "cache"
             silenced = tuple(Finding.from_json({**f, "path": path}) for f in entry.get("suppressed", ()))
-            result = FileResult(path, findings, error=error, stage=stage, suppressed=silenced)
+            dependencies = entry.get("dependencies", {})
+            if not self._unchanged(dependencies):
+                return None  # a file its findings rest on changed: analyse it again
+            exports = tuple(str(name) for name in entry.get("exports", ()))
+            result = FileResult(
+                path,
+                findings,
+                error=error,
+                stage=stage,
+                suppressed=silenced,
+                dependencies=tuple(dependencies),
+                exports=exports,
+            )
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
             return None  # an entry of another shape: recompute it
         self._used[abspath] = entry
         return result
+
+    def _unchanged(self, dependencies: dict[str, list[object]]) -> bool:
+        """Do the files an entry rests on still hold what they held? A file whose status
+        is the recorded one is not read."""
+        for path, (status, digest) in dependencies.items():
+            try:
+                info = os.stat(path)
+            except OSError:
+                return False
+            if status is not None and stat_key(info) == status:
+                continue
+            try:
+                with open(path, "rb") as handle:
+                    if content_key(handle.read()) != digest:
+                        return False
+            except OSError:
+                return False
+        return True
+
+    def dependency_record(self, paths: tuple[str, ...], now_ns: int) -> dict[str, list[object]]:
+        """What :meth:`put` records of the files a result rests on: status and digest."""
+        record: dict[str, list[object]] = {}
+        for path in paths:
+            try:
+                info = os.stat(path)
+                with open(path, "rb") as handle:
+                    digest = content_key(handle.read())
+            except OSError:
+                continue
+            record[path] = [_trusted_stat(info, now_ns), digest]
+        return record
 
     def refresh(self, abspath: str, info: os.stat_result | None, now_ns: int) -> None:
         """Record the status of a file whose content matched its entry."""
@@ -231,6 +274,8 @@ class ResultCache:
             "suppressed": entries(result.suppressed),
             "error": result.error,
             "stage": result.stage,
+            "dependencies": self.dependency_record(result.dependencies, now_ns),
+            "exports": list(result.exports),
         }
         self.dirty = True
 

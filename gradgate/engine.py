@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from .config import Config
 from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
-from .model.project import Project
 from .model.fixplan import BlockIndex, FixPlan, SourceLines, parent_map, plan, split_lines
+from .model.project import Project
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
 from .source import SourceError, decode_check, read_source
 from .suppression import suppressed, suppression_comments
@@ -492,9 +492,10 @@ def _comments(text: str) -> int:
         return text.count("#")
 
 
-def may_hold_findings(data: bytes, config: Config) -> bool:
-    """The bytes pre-filter: a file with none of these tokens reads no grad mode."""
-    return any(token in data for token in config.prefilter_tokens())
+def may_hold_findings(data: bytes, config: Config, also: frozenset[bytes] = frozenset()) -> bool:
+    """The bytes pre-filter: a file with none of these tokens reads no grad mode
+    (``also``: names of functions of other files that return grad mode)."""
+    return any(token in data for token in config.prefilter_tokens()) or any(name in data for name in also)
 
 
 def lint_source(
@@ -506,6 +507,7 @@ def lint_source(
     unsafe_fixes: bool = False,
     edits: bool = False,
     project: Project | None = None,
+    also: frozenset[bytes] = frozenset(),
 ) -> FileResult:
     """Lint (and optionally fix) ``data``, the bytes of the file ``path``.
 
@@ -518,7 +520,7 @@ def lint_source(
         encoding = decode_check(data)
     except SourceError as exc:
         return FileResult(path, error=str(exc), source=data)
-    if prefilter and not may_hold_findings(data, config):
+    if prefilter and not may_hold_findings(data, config, also):
         return FileResult(path, source=data, stage="prefilter")
     rules = selected_rules(config)
     text = data.decode(encoding)
@@ -529,8 +531,18 @@ def lint_source(
     if edits and not fix:
         analysis.with_edits()
     remaining = tuple(f.finding for f in analysis.found)
+    dependencies = tuple(sorted(analysis.model.dependencies))
+    exports = analysis.model.exports
     if not fix or not analysis.fixable(unsafe_fixes):
-        return FileResult(path, remaining, source=data, stage="ast", suppressed=tuple(analysis.suppressed))
+        return FileResult(
+            path,
+            remaining,
+            source=data,
+            stage="ast",
+            suppressed=tuple(analysis.suppressed),
+            dependencies=dependencies,
+            exports=exports,
+        )
     try:
         final, current, fixed_findings, cst_lines = _fix(
             path, text, analysis, config, rules, prefilter, unsafe_fixes, project

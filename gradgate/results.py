@@ -120,6 +120,12 @@ class FileResult:
     cst_lines: int = 0
     #: findings a suppression comment silenced (SARIF reports them as suppressed)
     suppressed: tuple[Finding, ...] = ()
+    #: the other files whose functions the findings rest on (absolute paths): a change
+    #: to one of them invalidates the cached result
+    dependencies: tuple[str, ...] = ()
+    #: names of the file's functions that return grad mode: a file calling one must be
+    #: analysed though it spells no grad-mode token itself
+    exports: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:

@@ -26,6 +26,8 @@ from .suppression import file_ignored_bytes
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
+    from .cache import ResultCache
+
 #: below this many files to analyse, a pool costs more than it saves
 PARALLEL_THRESHOLD = 8
 
@@ -84,10 +86,16 @@ def _project(config: Config, paths: tuple[str, ...]) -> Project:
     return found
 
 
-def _analyse(job: tuple[str, bytes, Config, bool, bool, bool, tuple[str, ...]]) -> FileResult:
-    path, data, config, fix, prefilter, unsafe_fixes, paths = job
+Job = tuple[str, bytes, Config, bool, bool, bool, tuple[str, ...], frozenset[bytes]]
+
+
+def _analyse(job: Job) -> FileResult:
+    path, data, config, fix, prefilter, unsafe_fixes, paths, also = job
     project = _project(config, paths)
-    result = lint_source(path, data, config, fix=fix, prefilter=prefilter, unsafe_fixes=unsafe_fixes, project=project)
+    project.note_returns(name.decode() for name in also)
+    result = lint_source(
+        path, data, config, fix=fix, prefilter=prefilter, unsafe_fixes=unsafe_fixes, project=project, also=also
+    )
     return _lean(result)
 
 
@@ -143,6 +151,47 @@ def _analysed(jobs: list[tuple], options: RunOptions) -> tuple[Iterator[FileResu
     return pool.map(_analyse, jobs, chunksize=chunk), pool
 
 
+def _second_pass(
+    held: dict[int, FileResult],
+    results: list[FileResult | None],
+    discovered: list[Discovered],
+    config: Config,
+    options: RunOptions,
+    roots: tuple[str, ...],
+    cache: ResultCache | None,
+    now_ns: int,
+) -> Iterator[tuple[int, FileResult]]:
+    """The results of the files the pre-filter dropped: each analysed after all, in
+    this process, if it spells the name of a function another file returns grad mode
+    from (``grad_on()``), until no new such name turns up; else its held result."""
+    names: set[str] = set()
+    for result in results:
+        if result is not None:
+            names.update(result.exports)
+    asked: set[str] = set()
+    while names - asked and held:
+        asked |= names
+        also = frozenset(name.encode() for name in names)
+        for index in sorted(held):
+            item = discovered[index]
+            try:
+                source = read_source(item.path)
+            except SourceError:
+                continue
+            if not may_hold_findings(source.data, config, also):
+                continue
+            del held[index]
+            job = (item.path, source.data, config, options.fix, options.prefilter, options.unsafe_fixes, roots, also)
+            result = _analyse(job)
+            names.update(result.exports)
+            if cache is not None:
+                from .cache import content_key
+
+                cache.put(os.path.abspath(item.path), content_key(source.data), source.info, now_ns, result)
+            yield index, result
+    yield from held.items()
+
+
 def run(
     paths: Sequence[str],
     config: Config,
@@ -156,7 +205,7 @@ def run(
 
     discovered = _discovered(paths, config, skipped)
     total = len(discovered)
-    roots = tuple(dict.fromkeys(item.path for item in discovered if item.error is None))
+    roots = tuple(dict.fromkeys(os.path.abspath(item.path) for item in discovered if item.error is None))
     cache = None
     if options.cache_dir is not None and not options.fix and options.prefilter:
         from .cache import ResultCache, content_key
@@ -165,7 +214,10 @@ def run(
     now_ns = time.time_ns()
 
     results: list[FileResult | None] = [None] * total
-    pending: list[tuple[int, tuple]] = []
+    pending: list[tuple[int, Job]] = []
+    #: files the pre-filter dropped, held back until it is known whether they call a
+    #: function of another file that returns grad mode (their results stay unset)
+    held: dict[int, FileResult] = {}
     recorded: dict[int, tuple[str, str, os.stat_result | None]] = {}
     for index, item in enumerate(discovered):
         if item.error is not None:
@@ -180,7 +232,10 @@ def run(
             digest = cache.digest_if_unchanged(abspath, info) if info is not None else None
             hit = cache.get(abspath, digest, item.path) if digest is not None else None
             if hit is not None:  # status unchanged: not read at all
-                results[index] = hit
+                if hit.stage == "prefilter":
+                    held[index] = hit
+                else:
+                    results[index] = hit
                 continue
         try:
             source = read_source(item.path)
@@ -193,7 +248,10 @@ def run(
             hit = cache.get(abspath, digest, item.path)
             if hit is not None:  # touched, not changed
                 cache.refresh(abspath, source.info, now_ns)
-                results[index] = hit
+                if hit.stage == "prefilter":
+                    held[index] = hit
+                else:
+                    results[index] = hit
                 continue
             recorded[index] = (abspath, digest, source.info)
         if file_ignored_bytes(data):  # `# gradgate: ignore-file`
@@ -202,14 +260,14 @@ def run(
                 cache.put(*recorded.pop(index), now_ns, ignored)
             continue
         if options.prefilter and not may_hold_findings(data, config):
-            results[index] = prefiltered = FileResult(item.path, stage="prefilter")
+            held[index] = prefiltered = FileResult(item.path, stage="prefilter")
             if cache is not None:
                 cache.put(*recorded.pop(index), now_ns, prefiltered)
             continue
-        job = (item.path, data, config, options.fix, options.prefilter, options.unsafe_fixes, roots)
+        job: Job = (item.path, data, config, options.fix, options.prefilter, options.unsafe_fixes, roots, frozenset())
         pending.append((index, job))
 
-    done = total - len(pending)
+    done = total - len(pending) - len(held)
     computed, pool = _analysed([job for _, job in pending], options)
     try:
         next_out = 0
@@ -223,6 +281,11 @@ def run(
             while next_out < total and results[next_out] is not None:
                 yield _per_file_ignored(results[next_out], config, options.root)  # type: ignore[arg-type]
                 next_out += 1
+        for index, result in _second_pass(held, results, discovered, config, options, roots, cache, now_ns):
+            results[index] = result
+            done += 1
+            if progress is not None:
+                progress(done, total)
         while next_out < total:
             yield _per_file_ignored(results[next_out], config, options.root)  # type: ignore[arg-type]
             next_out += 1

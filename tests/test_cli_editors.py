@@ -196,9 +196,9 @@ def test_unsafe_fixes_reach_the_engine_and_count(tree, monkeypatch):
     seen = []
     real = runner.lint_source
 
-    def recording(path, data, config, fix=False, prefilter=True, unsafe_fixes=False):
+    def recording(path, data, config, fix=False, prefilter=True, unsafe_fixes=False, **more):
         seen.append(unsafe_fixes)
-        result = real(path, data, config, fix=fix, prefilter=prefilter, unsafe_fixes=unsafe_fixes)
+        result = real(path, data, config, fix=fix, prefilter=prefilter, unsafe_fixes=unsafe_fixes, **more)
         return replace(result, findings=tuple(replace(f, applicability=Applicability.UNSAFE) for f in result.findings))
 
     monkeypatch.setattr(runner, "lint_source", recording)

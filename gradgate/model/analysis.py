@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import ast
 import bisect
-import re
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ..config import Config
 from .bdd import BudgetExceeded, Manager
 from .index import FunctionInfo, ModuleIndex
-from .interpret import ANY_WAY_KINDS, PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
+from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
+from .lines import LineIndex
 from .project import Callee, Project, module_name
 from .values import Step, Value
 
@@ -55,7 +56,7 @@ class ModuleAnalysis:
         (None: this module alone). ``source_lines``: the text's lines, for columns."""
         self.tree = tree
         self.config = config
-        self._lines = lines = _LineIndex(text) if text is not None else None
+        self._lines = lines = LineIndex(text) if text is not None else None
         self.project = project if project is not None else Project(config)
         package = module_name(path)[1] if project is not None and not path.startswith("<") else None
         self.index = ModuleIndex(
@@ -73,7 +74,18 @@ class ModuleAnalysis:
         with self.project.recording() as touched:
             self._run()
             self._add_call_decisions()
-        self.dependencies = frozenset(touched - {self.module.path})
+        #: names of the module's functions that return grad mode
+        returning = {q for q in self.context.returns if "<locals>" not in q}
+        for qualname, info in self.index.functions.items():
+            # a query named like a backward function (`will_backward()`) is not analysed
+            # as a forward, but what it returns may gate one elsewhere
+            query = len(info.positional) <= (1 if info.owner else 0) and not info.node.args.kwonlyargs
+            if info.backward and query and "<locals>" not in qualname and self.module.mentions_grad(info):
+                if self.project.summary(self.module, qualname).returns_grad is not None:
+                    returning.add(qualname)
+        self.exports = tuple(sorted({q.rsplit(".", 1)[-1] for q in returning}))
+        self.project.note_returns(self.exports)
+        self.dependencies = frozenset(os.path.abspath(p) for p in touched - {self.module.path})
 
     # -- rounds --------------------------------------------------------------------------
     def _relevant(self, words: set[str]) -> list[FunctionInfo]:
@@ -93,7 +105,7 @@ class ModuleAnalysis:
     def _run(self) -> None:
         config = self.config
         words = {q.rsplit(".", 1)[-1] for q in (*config.grad_functions, *config.inference_functions)}
-        words |= set(config.grad_names)
+        words |= set(config.grad_names) | self.project.grad_returning_names()
         grad_functions = {*config.grad_functions, *config.inference_functions}
         words |= {name for name, target in self.index.aliases.items() if target in grad_functions}
         previous: tuple[object, ...] | None = None
@@ -307,36 +319,37 @@ class ModuleAnalysis:
                 seeded = self.context.seeds.get(site.callee, {}) if site.external is None else {}
                 callee: Callee | None = None
                 for slot, value in slots:
-                    if value is None or value.items is not None or value.fields is not None:
+                    if value is None or value.fields is not None:
                         continue
-                    if not bdd.depends_on_grad(value.bdd):
-                        continue
-                    if callee is None:
-                        module = self.project.load(site.external[0]) if site.external else self.module
-                        if module is None:
-                            break
-                        callee = Callee(module, site.external[1] if site.external else site.callee, site.skip)
-                    summary = self.project.summary(callee.module, callee.qualname)
-                    parameter = summary.parameter(slot, site.skip)
-                    if parameter is None or parameter in seeded:
-                        continue
-                    shown = f"`{parameter}`"
-                    enter = self.module.places(
-                        site.node.lineno, site.node.col_offset, f"grad mode passed as {shown} to `{callee.qualname}`"
-                    )
-                    for effect in self.project.effects(callee, slot):
-                        negated = effect.polarity < 0
-                        decided = Decision(
-                            effect.kind,
-                            effect.name,
-                            bdd.negate(value.bdd) if negated else value.bdd,
-                            value.origins,
-                            site.node,
-                            function or "<module>",
-                            ("via", id(site.node), slot, effect.kind, effect.name, effect.steps[-1]),
-                            (enter, *effect.steps),
-                        )
-                        result.decisions.append(decided)
+                    parts = [(None, value)] if value.items is None else list(enumerate(value.items))
+                    for item, part in parts:
+                        if part.items is not None or part.fields is not None or not bdd.depends_on_grad(part.bdd):
+                            continue
+                        if callee is None:
+                            module = self.project.load(site.external[0]) if site.external else self.module
+                            if module is None:
+                                break
+                            callee = Callee(module, site.external[1] if site.external else site.callee, site.skip)
+                        parameter = self.project.summary(callee.module, callee.qualname).parameter(slot, site.skip)
+                        if parameter is None or _seeded(seeded.get(parameter), item, bdd):
+                            continue
+                        if site.external is None and (site.callee, parameter) in self.index.fed_training:
+                            continue  # a selector by train/eval mode fed grad mode: GG004's finding
+                        shown = f"`{parameter}`" if item is None else f"item {item + 1} of `{parameter}`"
+                        message = f"grad mode passed as {shown} to `{callee.qualname}`"
+                        enter = self.module.places(site.node.lineno, site.node.col_offset, message)
+                        for effect in self.project.effects(callee, slot, item):
+                            decided = Decision(
+                                effect.kind,
+                                effect.name,
+                                bdd.negate(part.bdd) if effect.polarity < 0 else part.bdd,
+                                part.origins,
+                                site.node,
+                                function or "<module>",
+                                ("via", id(site.node), slot, item, effect.kind, effect.name, effect.steps[-1]),
+                                (enter, *effect.steps),
+                            )
+                            result.decisions.append(decided)
 
     # -- decisions ------------------------------------------------------------------------
     @property
@@ -396,6 +409,17 @@ class ModuleAnalysis:
             )
             entries.append(Entry(decision, origin, statement, proven, coupled, trail))
         return entries
+
+
+def _seeded(value: Value | None, item: int | None, bdd: Manager) -> bool:
+    """Is the parameter (its item) grad mode in the callee already, every caller of the
+    module agreeing (the finding is then in the callee)?"""
+    if value is None:
+        return False
+    if item is None:
+        return True
+    items = value.items or ()
+    return item < len(items) and bdd.is_pure_grad(items[item].bdd)
 
 
 def _position(node: ast.AST) -> tuple[int, int]:
@@ -465,21 +489,6 @@ def widen_to_pure_grad(origin: ast.AST, statement: ast.stmt, polarity: int = 1) 
         else:
             return node, value
         node = parent
-
-
-class _LineIndex:
-    """Line numbers of the places where words occur in a text."""
-
-    def __init__(self, text: str) -> None:
-        self._text = text
-        self._starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
-
-    def lines_with(self, words: set[str]) -> list[int]:
-        if not words:
-            return []
-        alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-        found = {bisect.bisect_right(self._starts, m.start()) for m in re.finditer(alternatives, self._text)}
-        return sorted(found)
 
 
 __all__ = ["Entry", "ModuleAnalysis", "parents_of", "replace", "widen_to_pure_grad"]

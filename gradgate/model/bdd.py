@@ -73,6 +73,12 @@ class Manager:
             return False
         return any(v == GRAD or v in self.read_vars or v in self.param_vars for v in self.support(a))
 
+    def carries_grad(self, a: int) -> bool:
+        """Does ``a`` depend on grad mode or a read of it (cheap, by support)?"""
+        if a <= TRUE:
+            return False
+        return any(v == GRAD or v in self.read_vars for v in self.support(a))
+
     def params_in(self, a: int) -> frozenset[int]:
         """The parameter variables ``a`` depends on."""
         if a <= TRUE or not self.param_vars:

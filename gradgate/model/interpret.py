@@ -16,7 +16,6 @@ import ast
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-
 from typing import TYPE_CHECKING
 
 from .bdd import FALSE, TRUE, Manager
@@ -55,6 +54,8 @@ _MODE_POSITIONS = {
     "torch.nn.functional.instance_norm": 5,
     "torch.nn.functional.rrelu": 3,
 }
+#: context managers (and decorators) of torch that set grad mode, and the mode they set
+_GRAD_MODE_SETTERS = {"no_grad": FALSE, "enable_grad": TRUE, "inference_mode": FALSE, "set_grad_enabled": TRUE}
 #: sequences longer than this are not followed item by item
 _MAX_ITEMS = 256
 _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -144,6 +145,8 @@ class Context:
         self.bdd = manager
         #: the run's modules, for names of other modules (None: this module alone)
         self.project = project
+        #: interpreting for a summary: the parameters, not grad mode, are the subject
+        self.summarising = False
         self.hints = module.hints if module is not None else TypeHints(index, "")
         config = index.config
         self.grad_functions = frozenset(config.grad_functions)
@@ -195,6 +198,14 @@ class Interpreter:
         self.pc = TRUE
         self.pc_origins: frozenset[ast.AST] = frozenset()
         self.statement: ast.stmt | None = None
+        #: grad mode where a context manager or decorator sets it (``torch.no_grad()``):
+        #: a constant there, TRUE or FALSE; None where the caller's
+        self.grad_fixed: int | None = None
+        if info is not None:
+            for decorator in info.node.decorator_list:
+                mode = self._grad_mode_set_by(decorator)
+                if mode is not None:
+                    self.grad_fixed = mode
         #: join of the path conditions of each communication callee
         self._comm: dict[str, tuple[int, frozenset[ast.AST], ast.expr]] = {}
 
@@ -234,6 +245,12 @@ class Interpreter:
                     f"parameter `{name}` taken as grad mode (no caller in the module supplies it)",
                 ),
             )
+        return Value(self.bdd.param(self.qualname, name), ident=("param", self.qualname, name))
+
+    def _parameter_item(self, value: Value, position: int) -> Value:
+        """Item ``position`` of a parameter (a tuple passed in): an atom of its own,
+        named ``args[2]``, so that a summary can say what each item decides."""
+        name = f"{_parameter_of(value)}[{position}]"
         return Value(self.bdd.param(self.qualname, name), ident=("param", self.qualname, name))
 
     # -- values -----------------------------------------------------------------------------
@@ -305,12 +322,18 @@ class Interpreter:
         elif isinstance(s, (ast.Break, ast.Continue)):
             return "jump"
         elif isinstance(s, (ast.With, ast.AsyncWith)):
+            fixed = self.grad_fixed
             for item in s.items:
-                value = self.eval(item.context_expr, env)
+                self.eval(item.context_expr, env)
                 if item.optional_vars is not None:
                     self._bind(item.optional_vars, self._opaque(("with", id(item))), env, s)
-                del value
-            return self._block(s.body, env)
+                mode = self._grad_mode_set_by(item.context_expr)
+                if mode is not None:
+                    self.grad_fixed = mode
+            try:
+                return self._block(s.body, env)
+            finally:
+                self.grad_fixed = fixed
         elif isinstance(s, (ast.Try, ast.TryStar)):
             return self._try(s, env)
         elif isinstance(s, ast.Match):
@@ -557,9 +580,14 @@ class Interpreter:
     def _unpack(self, targets: list[ast.expr], value: Value, env: Environment, s: ast.stmt) -> None:
         star = next((i for i, t in enumerate(targets) if isinstance(t, ast.Starred)), None)
         items = value.items
+        #: a parameter unpacked: each item an atom of its own (a summary's subject)
+        of_parameter = items is None and _parameter_of(value) is not None
         for position, target in enumerate(targets):
             item: Value | None = None
-            if items is not None:
+            if of_parameter and (star is None or position < star):
+                named_grad = isinstance(target, ast.Name) and target.id in self.c.grad_names
+                item = None if named_grad else self._parameter_item(value, position)
+            elif items is not None:
                 if (star is None and len(items) == len(targets)) or (
                     star is not None and position < star and position < len(items)
                 ):
@@ -636,9 +664,8 @@ class Interpreter:
         qualified = qualify(name, self.aliases)
         if qualified in self.c.grad_functions or qualified in self.c.inference_functions:
             return Value(TRUE, ident=("grad-function", 1 if qualified in self.c.grad_functions else -1))
-        if self.c.project is not None and name in self.aliases:
-            ref = FunctionRef(qualified, external=True)
-            return Value(TRUE, ident=("extern", qualified), function=ref)
+        if self.c.project is not None and name in self.aliases:  # maybe a function of another module
+            return replace(self._opaque(("global", name)), function=FunctionRef(qualified, external=True))
         if name in self.c.grad_names and (
             (self.info is not None and ".<locals>." in self.qualname) or name not in self.index.module_names
         ):
@@ -719,13 +746,13 @@ class Interpreter:
             if method and not self.index.functions[method].is_property:
                 skip = 0 if self.index.functions[method].static else 1
                 return Value(TRUE, ident=("function", method), function=FunctionRef(method, skip=skip))
+        key = ("attr", base.ident if base.ident is not None else ("v", base.bdd), attr)
         if base.function is not None and base.function.external and base.function.receiver is None:
             qualified = f"{base.function.qualname}.{attr}"  # `module.function`, `Class.method`
-            return Value(TRUE, ident=("extern", qualified), function=FunctionRef(qualified, external=True))
+            return replace(self._opaque(key, base.origins), function=FunctionRef(qualified, external=True))
         if base.made_by is not None:  # a method of a value whose class the project may know
-            ident = ("method", base.made_by, attr)
-            return Value(TRUE, ident=ident, function=FunctionRef(attr, external=True, receiver=base.made_by))
-        key = ("attr", base.ident if base.ident is not None else ("v", base.bdd), attr)
+            ref = FunctionRef(attr, external=True, receiver=base.made_by)
+            return replace(self._opaque(key, base.origins), function=ref)
         if on_self and self.c.project is not None:
             made = self.c.hints.attribute(self.owner, attr)
             if made is not None:
@@ -743,6 +770,8 @@ class Interpreter:
                 and -len(base.items) <= key.value < len(base.items)
             ):
                 return self._read(base.items[key.value], node)
+            if isinstance(key.value, int) and key.value >= 0 and _parameter_of(base) is not None:
+                return self._parameter_item(base, key.value)
             if isinstance(key.value, str):
                 found = base.field(key.value)
                 if found is not None:
@@ -878,11 +907,20 @@ class Interpreter:
         if any(self.bdd.is_pure_grad(v.bdd) for v in (*args, *(v for _, v in keywords))):
             before = (receiver,) if receiver is not None else ()
             self.result.grad_taking_calls.append((node, (*before, *args, *(v for _, v in keywords))))
+        external = target is not None and target.external
+        leading: tuple[Value, ...] = target.args if target is not None and external else ()
+        named: list[tuple[str | None, Value]] = [
+            *(target.keywords if target is not None and external else ()),
+            *keywords,
+        ]
         for found in elsewhere:
-            bound = target.args if target is not None and target.external else ()
-            named = [*target.keywords, *keywords] if target is not None and target.external else keywords
-            self._external_site(node, found, [*bound, *args], named, len(bound))
+            self._external_site(node, found, [*leading, *args], named, len(leading))
         if target is not None and target.external:
+            returned = self.c.project.returned_grad(target) if self.c.project is not None else None
+            if returned is not None:
+                polarity, found = returned
+                where = f"`{found.qualname}()` of `{found.module.name}` returns grad mode"
+                return self._read(self._grad(polarity, node, Step(node.lineno, node.col_offset, where)), node)
             value = self._opaque(("call", id(node)), origins)
             return replace(value, made_by=target.qualname) if target.receiver is None else value
         if target is not None:
@@ -908,13 +946,28 @@ class Interpreter:
                 return []
             found = project.callee(target)
             return [found] if found is not None else []
-        if target is None and isinstance(node.func, ast.Attribute) and self._matters(args, keywords):
+        if (
+            target is None
+            and isinstance(node.func, ast.Attribute)
+            and self.index.config.is_forward_comm_call(node.func.attr)
+            and self._matters(args, keywords)
+        ):  # a collective by its name, on an object of unknown class: what the project attaches
             return project.attached(node.func.attr)
         return []
 
     def _matters(self, args: list[Value], keywords: list[tuple[str | None, Value]]) -> bool:
-        """Does an argument carry grad mode or a parameter (what a summary is about)?"""
-        return any(self.bdd.carries(v.bdd) for v in (*args, *(v for _, v in keywords)))
+        """Does an argument carry grad mode, or in a summary a parameter (what the
+        summary is about)?"""
+        carries = self.bdd.carries if self.c.summarising else self.bdd.carries_grad
+
+        def held(value: Value) -> bool:
+            return (
+                carries(value.bdd)
+                or any(held(i) for i in value.items or ())
+                or any(held(v) for _, v in value.fields or ())
+            )
+
+        return any(held(v) for v in (*args, *(v for _, v in keywords)))
 
     def _external_site(
         self, node: ast.Call, callee: Callee, args: list[Value], keywords: list[tuple[str | None, Value]], bound: int
@@ -930,8 +983,38 @@ class Interpreter:
         site = CallSite(callee.qualname, callee.skip, tuple(passed), named, node, self.qualname, double_star, where)
         self.result.external_calls.append(site)
 
+    def _grad_mode_set_by(self, node: ast.expr) -> int | None:
+        """The grad mode inside ``with node:`` (or a function decorated by it), if it
+        sets one: ``torch.no_grad()``, ``torch.enable_grad()``, ``torch.inference_mode()``,
+        ``torch.set_grad_enabled(False)``."""
+        call = node if isinstance(node, ast.Call) else None
+        name = qualify(dotted(call.func if call is not None else node) or "", self.aliases)
+        short = name.rsplit(".", 1)[-1]
+        if not name.startswith("torch.") or short not in _GRAD_MODE_SETTERS:
+            return None
+        mode = _GRAD_MODE_SETTERS[short]
+        if call is not None and call.args:
+            argument = call.args[0]
+            if not (isinstance(argument, ast.Constant) and isinstance(argument.value, bool)):
+                return None
+            mode = int(argument.value) if short == "set_grad_enabled" else (FALSE if argument.value else mode)
+            if short == "inference_mode" and not argument.value:
+                return None
+        elif short == "set_grad_enabled":
+            return None
+        return mode
+
     def _grad_source(self, node: ast.Call, callee: Value, args: list[Value]) -> Value | None:
         ident = callee.ident
+        if (
+            isinstance(ident, tuple)
+            and ident
+            and ident[0] == "grad-function"
+            and not node.args
+            and self.grad_fixed is not None
+        ):  # inside `with torch.no_grad():` grad mode is a constant
+            constant = self.grad_fixed if int(ident[1]) > 0 else 1 - self.grad_fixed
+            return Value(constant, ident=("const", bool(constant)))
         if isinstance(ident, tuple) and ident and ident[0] == "grad-function" and not node.args:
             polarity = int(ident[1])
             text = dotted(node.func) or "grad mode"
@@ -1124,8 +1207,8 @@ class Interpreter:
         if returned is not None:
             step = Step(node.lineno, node.col_offset, f"`{qualname}()` returns grad mode")
             return self._read(replace(returned, trail=(*returned.trail, step)), node)
-        made = self.c.hints.local(target.qualname) if self.c.project is not None else None
-        return replace(self._opaque(("call", id(node)), origins), made_by=made)
+        made_by = self.c.hints.local(target.qualname) if self.c.project is not None else None
+        return replace(self._opaque(("call", id(node)), origins), made_by=made_by)
 
     def _selector(
         self, node: ast.Call, qualname: str, skip: int, args: list[Value | None], keywords: list[tuple[str, Value]]
@@ -1149,6 +1232,14 @@ class Interpreter:
                 node,
                 key=("mode-selector", name, id(node)),
             )
+
+
+def _parameter_of(value: Value) -> str | None:
+    """The name of the parameter ``value`` is the atom of, else None."""
+    ident = value.ident
+    if isinstance(ident, tuple) and len(ident) == 3 and ident[0] == "param" and "[" not in str(ident[2]):
+        return str(ident[2])
+    return None
 
 
 def _expanded(keywords: list[tuple[str | None, Value]]) -> list[tuple[str, Value]]:

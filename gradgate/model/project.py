@@ -19,11 +19,12 @@ import re
 import tokenize
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..config import Config
 from .bdd import BudgetExceeded, Manager
-from .index import ModuleIndex, own_statements
+from .index import FunctionInfo, ModuleIndex, own_statements
+from .lines import LineIndex
 from .summary import EMPTY, Effect, FunctionSummary, PlaceMaker, compose, summarise
 from .types import TypeHints
 from .values import FunctionRef
@@ -46,6 +47,12 @@ class ModuleFile:
     index: ModuleIndex
     hints: TypeHints
     places: PlaceMaker
+
+    def mentions_grad(self, info: FunctionInfo) -> bool:
+        """Do the lines of ``info`` spell one of the grad-mode tokens?"""
+        lines = self.places.lines[info.node.lineno - 1 : info.node.end_lineno or info.node.lineno]
+        tokens = self.index.config.prefilter_tokens()
+        return any(t.decode() in line for line in lines for t in tokens)
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,10 @@ class Project:
         self._recording: list[set[str]] = []
         #: the parameters whose effects are being followed, and those a cycle reached
         self._open: list[tuple[str, str, str]] = []
+        self._returned: dict[tuple[str, str | None], tuple[int, Callee] | None] = {}
+        self._returning: set[str] = set()
+        #: above 0: only modules whose bytes spell grad mode are read
+        self._grad_only = 0
         self._cycled: set[tuple[str, str, str]] = set()
         #: every file the project parsed, in order (a file is parsed once a run)
         self.parsed: list[str] = []
@@ -125,6 +136,9 @@ class Project:
     def register(self, path: str, tree: ast.Module, index: ModuleIndex, lines: list[str]) -> ModuleFile:
         """The module being analysed, parsed already (not read again)."""
         name = index_name(index, path)
+        known = self._modules.get(name)
+        if known is not None and known.places.lines == lines:
+            return known  # read already for another file's question: what was found holds
         module = ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(path, lines))
         if name in self._modules:  # another version of the text (a fix pass): forget the old
             self._summaries = {k: v for k, v in self._summaries.items() if k[0] != name}
@@ -143,6 +157,8 @@ class Project:
         module = None
         if path is not None:
             module = self._by_path.get(os.path.abspath(path)) or self._read(name, path)
+        if module is None and self._grad_only and path is not None:
+            return None  # not read for a grad-mode question; may be for another
         self._modules[name] = module
         if module is not None:
             self._touch({module.path})
@@ -152,6 +168,8 @@ class Project:
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
+            if self._grad_only and not any(t in data for t in self.config.prefilter_tokens()):
+                return None
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
             text = data.decode(encoding)
             tree = ast.parse(text)
@@ -159,7 +177,8 @@ class Project:
             return None
         self.parsed.append(path)
         package = name if os.path.basename(path) == "__init__.py" else name.rpartition(".")[0]
-        index = ModuleIndex(tree, self.config, None, package)
+        words = LineIndex(text)
+        index = ModuleIndex(tree, self.config, lambda word: words.lines_with({word}), package)
         lines = text.splitlines(keepends=True)
         module = ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(_shown(path), lines))
         self._by_path[os.path.abspath(path)] = module
@@ -323,6 +342,38 @@ class Project:
                             stores[attr].append(entry)
         return stores
 
+    def returned_grad(self, ref: FunctionRef) -> tuple[int, Callee] | None:
+        """``(polarity, callee)`` when the function a call of ``ref`` runs returns grad
+        mode (1) or its negation (-1). Only modules whose bytes spell grad mode are
+        read for this question, and only functions whose lines do are interpreted."""
+        key = (ref.qualname, ref.receiver)
+        if key in self._returned:
+            return self._returned[key]
+        self._returned[key] = None
+        self._grad_only += 1
+        try:
+            callee = self.callee(ref)
+        finally:
+            self._grad_only -= 1
+        found = None
+        if callee is not None:
+            info = callee.module.index.functions[callee.qualname]
+            if callee.module.mentions_grad(info):
+                polarity = self.summary(callee.module, callee.qualname).returns_grad
+                found = (polarity, callee) if polarity is not None else None
+        self._returned[key] = found
+        return found
+
+    def note_returns(self, names: Iterable[str]) -> None:
+        """Names of functions an analysis (here or in a worker) found to return grad mode."""
+        self._returning.update(names)
+
+    def grad_returning_names(self) -> set[str]:
+        """The names of the functions found so far to return grad mode: words a file
+        must spell to call one (the runner's second pre-filter)."""
+        found = {q.rsplit(".", 1)[-1] for (_m, q), s in self._summaries.items() if s.returns_grad is not None}
+        return found | self._returning
+
     # -- summaries and effects -----------------------------------------------------------
     def summary(self, module: ModuleFile, qualname: str) -> FunctionSummary:
         key = (module.name, qualname)
@@ -332,10 +383,11 @@ class Project:
         self._summaries[key] = EMPTY  # a recursive call sees no effects
         info = module.index.functions.get(qualname)
         summary = EMPTY
-        if info is not None and not info.backward:
+        if info is not None:
             from .interpret import Context, interpret
 
             context = Context(module.index, Manager(), project=self, module=module)
+            context.summarising = True
             try:
                 result = interpret(context, info)
             except (BudgetExceeded, RecursionError):
@@ -350,13 +402,16 @@ class Project:
                     module.places,
                     module.name,
                 )
+                if info.backward:  # what it returns only: it decides nothing in the forward
+                    summary = replace(EMPTY, returns_grad=summary.returns_grad)
         self._summaries[key] = summary
         return summary
 
-    def effects(self, callee: Callee, slot: int | str) -> tuple[Effect, ...]:
-        """The decisions the argument ``slot`` of a call of ``callee`` takes part in,
-        in the callee or further down, each with the steps it takes there."""
-        parameter = self.summary(callee.module, callee.qualname).parameter(slot, callee.skip)
+    def effects(self, callee: Callee, slot: int | str, item: int | None = None) -> tuple[Effect, ...]:
+        """The decisions the argument ``slot`` (its item ``item``) of a call of
+        ``callee`` takes part in, in the callee or further down, each with the steps it
+        takes there."""
+        parameter = self.summary(callee.module, callee.qualname).parameter(slot, callee.skip, item)
         if parameter is None:
             return ()
         return self._parameter_effects(callee.module, callee.qualname, parameter, 0)
@@ -401,14 +456,15 @@ class Project:
             target = self.load(link.callee[0])
             if target is None:
                 continue
-            inner = self.summary(target, link.callee[1]).parameter(link.slot, link.skip)
+            inner = self.summary(target, link.callee[1]).parameter(link.slot, link.skip, link.item)
             if inner is None:
                 continue
+            step = replace(link.place, message=f"`{link.param}` passed on as `{inner}` to `{link.callee[1]}`")
             for effect in self._parameter_effects(target, link.callee[1], inner, depth + 1):
                 polarity = compose(link.polarity, effect.polarity)
                 if polarity == 0 and effect.polarity != 0:
                     continue  # mixed polarity: only a choice's dependence counts
-                out.append(Effect(effect.kind, effect.name, polarity, (link.place, *effect.steps)))
+                out.append(Effect(effect.kind, effect.name, polarity, (step, *effect.steps)))
         unique: dict[tuple[object, ...], Effect] = {}
         for effect in out:
             unique.setdefault((effect.kind, effect.name, effect.polarity, effect.steps[-1]), effect)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .bdd import Manager
-from .interpret import ANY_WAY_KINDS, FunctionResult
+from .interpret import ANY_WAY_KINDS, FunctionResult, pure_grad_values
 from .values import Place, Value
 
 
@@ -41,6 +41,8 @@ class Link:
     skip: int
     slot: int | str
     place: Place
+    #: the item of a tuple argument the parameter went into, if that
+    item: int | None = None
 
 
 @dataclass(frozen=True)
@@ -49,13 +51,18 @@ class FunctionSummary:
     keyword_only: frozenset[str]
     effects: tuple[tuple[str, Effect], ...] = ()
     links: tuple[Link, ...] = ()
+    #: 1 when the function returns grad mode, -1 its negation, None otherwise
+    returns_grad: int | None = None
 
-    def parameter(self, slot: int | str, skip: int) -> str | None:
-        """The parameter a call's argument ``slot`` binds, or None."""
+    def parameter(self, slot: int | str, skip: int, item: int | None = None) -> str | None:
+        """The parameter a call's argument ``slot`` binds (``args[2]`` for an item of
+        it), or None."""
         if isinstance(slot, int):
             names = self.positional[skip:]
-            return names[slot] if 0 <= slot < len(names) else None
-        return slot if slot in self.positional or slot in self.keyword_only else None
+            name = names[slot] if 0 <= slot < len(names) else None
+        else:
+            name = slot if slot in self.positional or slot in self.keyword_only else None
+        return f"{name}[{item}]" if name is not None and item is not None else name
 
 
 EMPTY = FunctionSummary((), frozenset())
@@ -107,21 +114,22 @@ def summarise(
         for slot, value in slots:
             if value is None:
                 break
-            for var in bdd.params_in(value.bdd):
-                polarity = polarity_of(bdd, var, value, False)
-                if polarity is None:
-                    continue
-                name = bdd.param_vars[var][2]
-                shown = slot if isinstance(slot, str) else f"argument {slot + 1}"
-                step = place(
-                    site.node.lineno, site.node.col_offset, f"`{name}` passed on as {_quoted(shown)} to `{callee[1]}`"
-                )
-                links.append(Link(name, polarity, callee, site.skip, slot, step))
-    return FunctionSummary(positional, keyword_only, tuple(effects), tuple(links))
-
-
-def _quoted(slot: str) -> str:
-    return slot if slot.startswith("argument") else f"`{slot}`"
+            parts = [(None, value)] if value.items is None else list(enumerate(value.items))
+            for item, part in parts:
+                for var in bdd.params_in(part.bdd):
+                    polarity = polarity_of(bdd, var, part, False)
+                    if polarity is None:
+                        continue
+                    name = bdd.param_vars[var][2]
+                    shown = f"`{slot}`" if isinstance(slot, str) else f"argument {slot + 1}"
+                    if item is not None:
+                        shown = f"item {item + 1} of {shown}"
+                    message = f"`{name}` passed on as {shown} to `{callee[1]}`"
+                    step = place(site.node.lineno, site.node.col_offset, message)
+                    links.append(Link(name, polarity, callee, site.skip, slot, step, item))
+    returned = pure_grad_values(result.returns, bdd) if result.returns else None
+    returns_grad = None if returned is None else (1 if bdd.polarity(returned.bdd) else -1)
+    return FunctionSummary(positional, keyword_only, tuple(effects), tuple(links), returns_grad)
 
 
 _KIND_WORDS = {

@@ -1,0 +1,22 @@
+"""Where words occur in a module's text, by line: the pre-filter that lets the model skip
+the functions that cannot hold what a question looks for."""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+
+class LineIndex:
+    """Line numbers of the places where words occur in a text."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+
+    def lines_with(self, words: set[str]) -> list[int]:
+        if not words:
+            return []
+        alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+        found = {bisect.bisect_right(self._starts, m.start()) for m in re.finditer(alternatives, self._text)}
+        return sorted(found)
