@@ -33,6 +33,24 @@ def test_check_reports_exactly_the_three_te_sites(te_sources):
         assert finding["end_column"] - finding["column"] == len("is_grad_enabled")
 
 
+def test_the_layernorm_linear_finding_shows_the_path_from_the_capture(te_sources):
+    """Grad mode captured in ``LayerNormLinear.forward``, packed in ``non_tensor_args``,
+    passed through ``fwd_fn(*autograd_ctx, ...)`` (``_LayerNormLinear.apply`` or
+    ``.forward``, chosen by grad mode), unpacked in ``_LayerNormLinear.forward``, gate."""
+    result = run_cli("check", "--format", "json", "transformer_engine", cwd=te_sources)
+    (finding, *_) = json.loads(result.stdout)
+    module = "transformer_engine/pytorch/module/layernorm_linear.py"
+    assert [(s["path"], s["line"], s["column"], s["message"]) for s in finding["flow"]] == [
+        (module, 1703, 27, "grad mode captured: `torch.is_grad_enabled()`"),
+        (module, 1703, 9, "grad mode held in `is_grad_enabled`"),
+        (module, 1809, 49, "packed in a tuple passed as `non_tensor_args` to `_LayerNormLinear.forward`"),
+        (module, 145, 13, "unpacked into `is_grad_enabled`"),
+        (module, 213, 37, "grad mode decides `ub_overlap_ag_fprop` here"),
+    ]
+    text = run_cli("check", "--show-source", module, cwd=te_sources).stdout.decode()
+    assert f"    note: {module}:1809:49: packed in a tuple passed as `non_tensor_args`" in text
+
+
 def test_check_text_output_is_clickable(te_sources):
     result = run_cli("check", "transformer_engine", cwd=te_sources)
     assert result.returncode == 1

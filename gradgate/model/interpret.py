@@ -56,6 +56,8 @@ _MODE_POSITIONS = {
 }
 #: context managers (and decorators) of torch that set grad mode, and the mode they set
 _GRAD_MODE_SETTERS = {"no_grad": FALSE, "enable_grad": TRUE, "inference_mode": FALSE, "set_grad_enabled": TRUE}
+#: joined values remembered branch by branch, at most (see :attr:`Value.alternatives`)
+_MAX_ALTERNATIVES = 4
 #: sequences longer than this are not followed item by item
 _MAX_ITEMS = 256
 _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -462,6 +464,12 @@ class Interpreter:
         items = None
         if a.items is not None and b.items is not None and len(a.items) == len(b.items):
             items = tuple(self._join_values(c, c_origins, x, y) for x, y in zip(a.items, b.items))
+        alternatives = None
+        if (a.function != b.function and (a.function or b.function)) or (
+            a.items != b.items and (a.items is not None or b.items is not None)
+        ):
+            branches = (*self._alternatives(a, c), *self._alternatives(b, self.bdd.negate(c)))
+            alternatives = branches if len(branches) <= _MAX_ALTERNATIVES else None
         return Value(
             bdd,
             origins,
@@ -469,7 +477,13 @@ class Interpreter:
             items=items,
             function=a.function if a.function == b.function else None,
             trail=a.trail or b.trail,
+            alternatives=alternatives,
         )
+
+    def _alternatives(self, value: Value, condition: int) -> tuple[tuple[int, Value], ...]:
+        if value.alternatives is None:
+            return ((condition, value),)
+        return tuple((self.bdd.conj(condition, c), v) for c, v in value.alternatives)
 
     def _loop(self, s: ast.While | ast.For | ast.AsyncFor, env: Environment) -> str | None:
         if isinstance(s, ast.While):
@@ -925,6 +939,11 @@ class Interpreter:
             return replace(value, made_by=target.qualname) if target.receiver is None else value
         if target is not None:
             return self._call_module_function(node, target, args, keywords, origins)
+        branches = callee.alternatives or ()
+        if branches and all(v.function is not None and not v.function.external for _, v in branches):
+            for condition, branch in branches:  # `fwd_fn(*ctx_args, ...)`, each branch's function
+                assert branch.function is not None
+                self._call_module_function(node, branch.function, args, keywords, origins, condition)
         return self._opaque(("call", id(node)), origins)
 
     def _resolved_elsewhere(
@@ -1174,7 +1193,10 @@ class Interpreter:
         args: list[Value],
         keywords: list[tuple[str | None, Value]],
         origins: frozenset[ast.AST],
+        condition: int | None = None,
     ) -> Value:
+        """A call of a function of the module; ``condition``: the branch of a joined
+        callee this call stands for (its starred sequences taken from the same branch)."""
         qualname = target.qualname
         skip = target.skip
         if qualname in self.index.classes:
@@ -1190,12 +1212,7 @@ class Interpreter:
             resolved = self.index.resolve(node.func, self.owner, self.aliases)
             if resolved is not None and resolved[0] == qualname:
                 skip = resolved[1]
-        all_args: list[Value | None] = [*target.args]
-        starred = False
-        for argument, value in zip(node.args, args):
-            if isinstance(argument, ast.Starred):
-                starred = True
-            all_args.append(None if starred else value)
+        all_args: list[Value | None] = [*target.args, *self._positional(node, args, condition)]
         all_keywords = [(k, v) for k, v in (*target.keywords, *keywords) if k]
         double_star = any(k is None for k, _ in keywords)
         self._selector(node, qualname, skip, all_args, all_keywords)
@@ -1209,6 +1226,24 @@ class Interpreter:
             return self._read(replace(returned, trail=(*returned.trail, step)), node)
         made_by = self.c.hints.local(target.qualname) if self.c.project is not None else None
         return replace(self._opaque(("call", id(node)), origins), made_by=made_by)
+
+    def _positional(self, node: ast.Call, args: list[Value], condition: int | None = None) -> list[Value | None]:
+        """The positional arguments a call passes, starred sequences of known items
+        spread (of the branch ``condition``, for a joined one); None stands for what
+        follows a starred sequence of unknown length."""
+        out: list[Value | None] = []
+        for argument, value in zip(node.args, args):
+            if not isinstance(argument, ast.Starred):
+                out.append(value)
+                continue
+            items = value.items
+            if items is None and condition is not None:
+                items = next((v.items for c, v in value.alternatives or () if c == condition), None)
+            if items is None:
+                out.append(None)
+                break
+            out.extend(items)
+        return out
 
     def _selector(
         self, node: ast.Call, qualname: str, skip: int, args: list[Value | None], keywords: list[tuple[str, Value]]

@@ -65,6 +65,11 @@ class Value:
     #: the fully qualified name of what made this value: the class or function whose
     #: call returned it (a type, to resolve the methods called on it), else None
     made_by: str | None = None
+    #: the values an ``if`` joined, each under its branch's condition, where they are
+    #: functions or sequences (``fwd_fn = F.apply if grad else F.forward``): a call of
+    #: the joined function runs each under its condition, with the starred sequence of
+    #: the same branch (``fwd_fn(*ctx_args, ...)``)
+    alternatives: tuple[tuple[int, Value], ...] | None = None
 
     def field(self, name: str) -> Value | None:
         for key, value in self.fields or ():
