@@ -30,6 +30,8 @@ class Manager:
         self._unique: dict[tuple[int, int, int], int] = {}
         self._atoms: dict[Hashable, int] = {"<grad mode>": GRAD}
         self._and: dict[tuple[int, int], int] = {}
+        self._or: dict[tuple[int, int], int] = {}
+        self._ite: dict[tuple[int, int, int], int] = {}
         self._not: dict[int, int] = {}
         self._restrict: dict[tuple[int, int, bool], int] = {}
         self._support: dict[int, frozenset[int]] = {}
@@ -125,6 +127,7 @@ class Manager:
         if done is None:
             var, low, high = self._nodes[a]
             done = self._not[a] = self._mk(var, self.negate(low), self.negate(high))
+            self._not[done] = a  # the negation of the negation, known without a walk
         return done
 
     def conj(self, a: int, b: int) -> int:
@@ -151,7 +154,27 @@ class Manager:
         return done
 
     def disj(self, a: int, b: int) -> int:
-        return self.negate(self.conj(self.negate(a), self.negate(b)))
+        if a == TRUE or b == TRUE:
+            return TRUE
+        if a == FALSE:
+            return b
+        if b == FALSE or a == b:
+            return a
+        if a > b:
+            a, b = b, a
+        key = (a, b)
+        done = self._or.get(key)
+        if done is None:
+            va, la, ha = self._nodes[a]
+            vb, lb, hb = self._nodes[b]
+            if va == vb:
+                done = self._mk(va, self.disj(la, lb), self.disj(ha, hb))
+            elif va < vb:
+                done = self._mk(va, self.disj(la, b), self.disj(ha, b))
+            else:
+                done = self._mk(vb, self.disj(a, lb), self.disj(a, hb))
+            self._or[key] = done
+        return done
 
     def ite(self, c: int, a: int, b: int) -> int:
         """if c then a else b."""
@@ -161,7 +184,29 @@ class Manager:
             return b
         if a == b:
             return a
-        return self.disj(self.conj(c, a), self.conj(self.negate(c), b))
+        if a == TRUE and b == FALSE:
+            return c
+        if a == FALSE and b == TRUE:
+            return self.negate(c)
+        if b == FALSE:
+            return self.conj(c, a)
+        if a == TRUE:
+            return self.disj(c, b)
+        key = (c, a, b)
+        done = self._ite.get(key)
+        if done is None:
+            nodes = self._nodes
+            top = min(nodes[c][0], nodes[a][0], nodes[b][0])
+            c0, c1 = self._cofactors(c, top)
+            a0, a1 = self._cofactors(a, top)
+            b0, b1 = self._cofactors(b, top)
+            done = self._ite[key] = self._mk(top, self.ite(c0, a0, b0), self.ite(c1, a1, b1))
+        return done
+
+    def _cofactors(self, a: int, var: int) -> tuple[int, int]:
+        """``a`` with ``var`` off and on, where ``var`` is at or above ``a``'s top."""
+        node = self._nodes[a]
+        return (node[1], node[2]) if node[0] == var else (a, a)
 
     def xor(self, a: int, b: int) -> int:
         return self.ite(a, self.negate(b), b)

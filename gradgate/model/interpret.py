@@ -221,7 +221,7 @@ class Interpreter:
             seeds = self.c.seeds.get(self.qualname, {})
             supplied = self.c.supplied.get(self.qualname, set())
             for arg in self.info.params:
-                env.values[arg.arg] = self._parameter(arg, seeds, supplied)
+                env.set(arg.arg, self._parameter(arg, seeds, supplied))
         self._block(body, env)
         fast_paths = [(n.lineno, n.col_offset, o) for b, o, n in self._comm.values() if self.bdd.forced_off_by_grad(b)]
         for callee, (bdd, origins, node) in self._comm.items():
@@ -354,24 +354,25 @@ class Interpreter:
                 if self.c.is_flag(arg.arg):  # a flag's default is a flag set
                     self._record("flag", arg.arg, value, s, key=("flag-default", arg.arg, id(default)))
             info = self.index.by_node.get(s)
-            env.values[s.name] = (
+            env.bind_name(
+                s.name,
                 Value(TRUE, ident=("function", info.qualname), function=FunctionRef(info.qualname))
                 if info
-                else self._opaque(("def", id(s)))
+                else self._opaque(("def", id(s))),
             )
         elif isinstance(s, ast.ClassDef):
             for expression in (*s.decorator_list, *s.bases, *(k.value for k in s.keywords)):
                 self.eval(expression, env)
             # the class body runs here too: its methods' decorators and defaults with it
             self._block(s.body, Environment())
-            env.values[s.name] = self._opaque(("class", id(s)))
+            env.bind_name(s.name, self._opaque(("class", id(s))))
         elif isinstance(s, ast.Assert):
             self.eval(s.test, env)
         elif isinstance(s, ast.Delete):
             for target in s.targets:
                 deleted = dotted(target)
                 if deleted is not None:
-                    env.values.pop(deleted, None)
+                    env.remove(deleted)
         return None
 
     def _control(self, value: Value) -> Value:
@@ -424,34 +425,39 @@ class Interpreter:
             self.pc_origins = self.pc_origins | then_origins | else_origins
         if not flows_then and not flows_else:
             return "return" if "return" in (then_end, else_end) else "raise"
+        keys = then_env.written | else_env.written
         if flows_then and flows_else:
-            joined = self._join_envs(c, c_origins, then_env, else_env)
+            joined = self._join_envs(c, c_origins, then_env, else_env, keys)
         else:
-            joined = then_env if flows_then else else_env
+            flowing = (then_env if flows_then else else_env).values
+            joined = {k: flowing.get(k) for k in keys}
         assigned = {
             k
-            for k in (*then_env.values, *else_env.values)
+            for k in keys
             if then_env.values.get(k) is not env.values.get(k) or else_env.values.get(k) is not env.values.get(k)
         }
-        env.values.clear()
-        env.values.update(joined.values)
+        env.update(joined)
         for name in sorted(assigned):
             if "." not in name and self.c.is_flag(name) and name in env.values:
                 self._record("flag", name, env.values[name], s, key=("flag-join", name, id(s)))
         return None
 
-    def _join_envs(self, c: int, c_origins: frozenset[ast.AST], a: Environment, b: Environment) -> Environment:
-        out = Environment()
-        for key in {*a.values, *b.values}:
+    def _join_envs(
+        self, c: int, c_origins: frozenset[ast.AST], a: Environment, b: Environment, keys: set[str]
+    ) -> dict[str, Value | None]:
+        """The joined value of each of ``keys`` (those either path wrote; None: bound
+        on neither)."""
+        out: dict[str, Value | None] = {}
+        for key in keys:
             va, vb = a.values.get(key), b.values.get(key)
-            if va is vb and va is not None:
-                out.values[key] = va
+            if va is vb:
+                out[key] = va
                 continue
             if va is None:
                 va = self._opaque(("unbound", key))
             if vb is None:
                 vb = self._opaque(("unbound", key))
-            out.values[key] = self._join_values(c, c_origins, va, vb)
+            out[key] = self._join_values(c, c_origins, va, vb)
         return out
 
     def _join_values(self, c: int, c_origins: frozenset[ast.AST], a: Value, b: Value) -> Value:
@@ -500,13 +506,12 @@ class Interpreter:
         ended = self._block(s.body, body_env)
         self.pc, self.pc_origins = saved
         if ended not in ("return", "raise"):
-            joined = self._join_envs(test.bdd, test.origins, body_env, env)
-            env.values.clear()
-            env.values.update(joined.values)
+            env.update(self._join_envs(test.bdd, test.origins, body_env, env, body_env.written))
         return self._block(s.orelse, env)
 
     def _try(self, s: ast.Try | ast.TryStar, env: Environment) -> str | None:
         before = env.copy()
+        outer, env.written = env.written, set()  # from here: what the body changes
         ended = self._block(s.body, env)
         if ended is None:
             ended = self._block(s.orelse, env)
@@ -514,19 +519,18 @@ class Interpreter:
             raised = self._opaque(("raised", id(handler)))
             handler_env = before.copy()
             if handler.name:
-                handler_env.values[handler.name] = self._opaque(("exception", id(handler)))
+                handler_env.bind_name(handler.name, self._opaque(("exception", id(handler))))
             saved = self.pc
             handler_end = self._block(handler.body, handler_env)
             self.pc = saved
             if handler_end not in ("return", "raise"):
                 if ended in ("return", "raise"):
-                    env.values.clear()
-                    env.values.update(handler_env.values)
+                    env.become(handler_env)
                     ended = handler_end
                 else:
-                    joined = self._join_envs(raised.bdd, frozenset(), handler_env, env)
-                    env.values.clear()
-                    env.values.update(joined.values)
+                    keys = handler_env.written | env.written
+                    env.update(self._join_envs(raised.bdd, frozenset(), handler_env, env, keys))
+        env.written |= outer
         final = self._block(s.finalbody, env)
         return final or ended
 
@@ -564,9 +568,7 @@ class Interpreter:
             name = target.id
             if value.trail and self.bdd.is_pure_grad(value.bdd):
                 value = value.with_step(Step(target.lineno, target.col_offset, f"grad mode held in `{name}`"))
-            for key in [k for k in env.values if k.startswith(name + ".")]:
-                del env.values[key]
-            env.values[name] = value
+            env.bind_name(name, value)
             if self.c.is_flag(name):
                 self._record("flag", name, value, s, key=("flag-store", name, id(s)))
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -575,7 +577,7 @@ class Interpreter:
             base = dotted(target.value)
             owner_is_ctx = base is not None and (base == "ctx" or base.startswith("ctx."))
             if base is not None:
-                env.values[f"{base}.{target.attr}"] = value
+                env.set(f"{base}.{target.attr}", value)
             else:
                 self.eval(target.value, env)
             if not owner_is_ctx:

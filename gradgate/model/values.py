@@ -12,7 +12,7 @@ value took from its capture (for the path shown with a finding).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -86,11 +86,53 @@ class Value:
         return replace(self, trail=(*self.trail, step)) if self.trail else self
 
 
-@dataclass
 class Environment:
-    """Values of names (``x``) and attribute paths (``self.x``) at one program point."""
+    """Values of names (``x``) and attribute paths (``self.x``) at one program point.
 
-    values: dict[str, Value] = field(default_factory=dict)
+    ``written`` holds the keys set or removed since the environment was made (a copy
+    starts with none): a join of two branches looks at those keys only, not at every
+    name the function has bound."""
+
+    __slots__ = ("_paths", "values", "written")
+
+    def __init__(self, values: dict[str, Value] | None = None, paths: dict[str, frozenset[str]] | None = None):
+        self.values: dict[str, Value] = values if values is not None else {}
+        self.written: set[str] = set()
+        #: the attribute paths bound under each name (``self`` -> ``self.x``, ``self.x.y``)
+        self._paths: dict[str, frozenset[str]] = paths if paths is not None else {}
 
     def copy(self) -> Environment:
-        return Environment(dict(self.values))
+        return Environment(dict(self.values), dict(self._paths))
+
+    def set(self, key: str, value: Value) -> None:
+        self.values[key] = value
+        self.written.add(key)
+        root, dot, _ = key.partition(".")
+        if dot:
+            known = self._paths.get(root, frozenset())
+            if key not in known:
+                self._paths[root] = known | {key}
+
+    def bind_name(self, name: str, value: Value) -> None:
+        """``name = value``: what was known of ``name.attr`` goes with the old value."""
+        for key in self._paths.pop(name, ()):
+            self.remove(key)
+        self.set(name, value)
+
+    def remove(self, key: str) -> None:
+        if self.values.pop(key, None) is not None:
+            self.written.add(key)
+
+    def update(self, changes: dict[str, Value | None]) -> None:
+        """Set each key to its value, removing those whose value is None."""
+        for key, value in changes.items():
+            if value is None:
+                self.remove(key)
+            else:
+                self.set(key, value)
+
+    def become(self, other: Environment) -> None:
+        """Take the state of ``other`` (another path's environment) as this one's."""
+        self.written |= self.values.keys() | other.values.keys()
+        self.values = dict(other.values)
+        self._paths = dict(other._paths)
