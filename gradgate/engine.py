@@ -240,7 +240,8 @@ class _Analysis:
         self.text = text
         self.lines = split_lines(text)
         try:
-            self.tree = ast.parse(text)
+            known = project.tree_of(path, text) if project is not None else None
+            self.tree = known if known is not None else ast.parse(text)
         except SyntaxError as exc:
             raise LintError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
         except (RecursionError, MemoryError, ValueError) as exc:

@@ -18,11 +18,12 @@ from dataclasses import dataclass, replace
 
 from ..config import Config
 from .bdd import BudgetExceeded, Manager
-from .index import FunctionInfo, ModuleIndex
+from .index import FunctionInfo, ModuleIndex, dotted, qualify
 from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
 from .lines import LineIndex
 from .project import Callee, Project, module_name
-from .values import Step, Value
+from .types import TypeHints
+from .values import FunctionRef, Step, Value
 
 MAX_ROUNDS = 6
 
@@ -72,6 +73,7 @@ class ModuleAnalysis:
         #: the other files whose summaries the findings rest on
         self.dependencies: frozenset[str] = frozenset()
         with self.project.recording() as touched:
+            self.context.external_fed = self._external_fed()
             self._run()
             self._add_call_decisions()
         #: names of the module's functions that return grad mode
@@ -306,6 +308,33 @@ class ModuleAnalysis:
                 return Value(self.bdd.atom(("param", info.qualname, name)), fields=tuple(fields))
         return None
 
+    def _external_fed(self) -> set[tuple[str, str, str]]:
+        """The parameters of other modules' functions (and methods of objects of known
+        class) that a call of this module passes ``x.training``: what GG004 compares a
+        grad-mode argument with, as :attr:`ModuleIndex.fed_training` does in the module."""
+        found: set[tuple[str, str, str]] = set()
+        index = self.index
+        for qualname in index._functions_mentioning("training"):
+            info = index.functions.get(qualname) if qualname else None
+            if info is None:
+                continue
+            aliases = index.aliases_of(info)
+            for call in index.calls_of(qualname):
+                if not _mentions_training(call) or index.resolve(call.func, info.owner, aliases) is not None:
+                    continue
+                ref = _reference(call.func, info, aliases, self.context.hints)
+                callee = self.project.callee(ref) if ref is not None else None
+                target = callee.module.index.functions.get(callee.qualname) if callee is not None else None
+                if callee is None or target is None:
+                    continue
+                names = target.positional[callee.skip :]
+                pairs = [(k.arg, k.value) for k in call.keywords if k.arg]
+                pairs += [(names[i], a) for i, a in enumerate(call.args) if i < len(names)]
+                for name, value in pairs:
+                    if isinstance(value, ast.Attribute) and value.attr == "training":
+                        found.add((callee.module.name, callee.qualname, name))
+        return found
+
     # -- decisions made in the functions called ---------------------------------------------
     def _add_call_decisions(self) -> None:
         """A call passing grad mode to a parameter that decides something in the callee
@@ -409,6 +438,30 @@ class ModuleAnalysis:
             )
             entries.append(Entry(decision, origin, statement, proven, coupled, trail))
         return entries
+
+
+def _mentions_training(call: ast.Call) -> bool:
+    return any(
+        isinstance(a, ast.Attribute) and a.attr == "training" for a in (*call.args, *(k.value for k in call.keywords))
+    )
+
+
+def _reference(func: ast.expr, info: FunctionInfo, aliases: dict[str, str], hints: TypeHints) -> FunctionRef | None:
+    """What a call of ``func`` names in another module, read from its shape alone: an
+    imported name (``helper``, ``module.helper``) or a method of an attribute of known
+    make (``self.coordinators.get``)."""
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Attribute)
+        and isinstance(func.value.value, ast.Name)
+        and func.value.value.id == "self"
+    ):
+        made = hints.attribute(info.owner, func.value.attr)
+        return FunctionRef(func.attr, external=True, receiver=made) if made is not None else None
+    name = dotted(func)
+    if name is None or name.split(".")[0] not in aliases:
+        return None
+    return FunctionRef(qualify(name, aliases), external=True)
 
 
 def _seeded(value: Value | None, item: int | None, bdd: Manager) -> bool:

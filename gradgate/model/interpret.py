@@ -121,6 +121,8 @@ class FunctionResult:
     external_calls: list[CallSite] = field(default_factory=list)
     #: (attribute name, value stored, the class when the receiver is ``self``)
     attribute_stores: list[tuple[str, Value, str | None]] = field(default_factory=list)
+    #: ``self.attr = value`` in a method: (attribute, value, the statement)
+    self_stores: list[tuple[str, Value, ast.stmt]] = field(default_factory=list)
     #: calls that receive grad mode itself as an argument: (call, argument values)
     grad_taking_calls: list[tuple[ast.Call, tuple[Value, ...]]] = field(default_factory=list)
     #: each grad-mode read that became an origin: its statement, its polarity (1 for
@@ -149,6 +151,9 @@ class Context:
         self.project = project
         #: interpreting for a summary: the parameters, not grad mode, are the subject
         self.summarising = False
+        #: (module, function, parameter) of other modules' functions that a call of this
+        #: module passes a module's train/eval mode (``x.training``): selectors by mode
+        self.external_fed: set[tuple[str, str, str]] = set()
         self.hints = module.hints if module is not None else TypeHints(index, "")
         config = index.config
         self.grad_functions = frozenset(config.grad_functions)
@@ -583,6 +588,8 @@ class Interpreter:
             if not owner_is_ctx:
                 klass = self.owner if base == "self" else None
                 self.result.attribute_stores.append((target.attr, value, klass))
+                if klass is not None:
+                    self.result.self_stores.append((target.attr, value, s))
                 if self.c.is_flag(target.attr):
                     self._record("flag", target.attr, value, s, key=("flag-store", target.attr, id(s)))
         elif isinstance(target, ast.Subscript):
@@ -771,8 +778,11 @@ class Interpreter:
             return replace(self._opaque(key, base.origins), function=ref)
         if on_self and self.c.project is not None:
             made = self.c.hints.attribute(self.owner, attr)
-            if made is not None:
-                return replace(self._opaque(key, base.origins), made_by=made)
+            value = self._opaque(key, base.origins)
+            if self.c.summarising:  # the object's state: what a summary says `self.attr` decides
+                name = f"self.{attr}"
+                value = Value(self.bdd.param(self.qualname, name), base.origins, ident=("param", self.qualname, name))
+            return replace(value, made_by=made) if made is not None else value
         return self._opaque(key, base.origins)
 
     def _e_Subscript(self, node: ast.Subscript, env: Environment) -> Value:
@@ -931,6 +941,15 @@ class Interpreter:
         ]
         for found in elsewhere:
             self._external_site(node, found, [*leading, *args], named, len(leading))
+            where = (found.module.name, found.qualname)
+            self._selector(
+                node,
+                found.module.index.functions.get(found.qualname),
+                lambda name, where=where: (*where, name) in self.c.external_fed,  # type: ignore[misc]
+                found.skip,
+                [*leading, *self._positional(node, args)],
+                [(k, v) for k, v in named if k],
+            )
         if target is not None and target.external:
             returned = self.c.project.returned_grad(target) if self.c.project is not None else None
             if returned is not None:
@@ -1217,7 +1236,10 @@ class Interpreter:
         all_args: list[Value | None] = [*target.args, *self._positional(node, args, condition)]
         all_keywords = [(k, v) for k, v in (*target.keywords, *keywords) if k]
         double_star = any(k is None for k, _ in keywords)
-        self._selector(node, qualname, skip, all_args, all_keywords)
+        fed = self.index.fed_training
+        self._selector(
+            node, self.index.functions.get(qualname), lambda name: (qualname, name) in fed, skip, all_args, all_keywords
+        )
         if qualname in self.index.functions:
             self.result.calls.append(
                 CallSite(qualname, skip, tuple(all_args), tuple(all_keywords), node, self.qualname, double_star)
@@ -1248,15 +1270,22 @@ class Interpreter:
         return out
 
     def _selector(
-        self, node: ast.Call, qualname: str, skip: int, args: list[Value | None], keywords: list[tuple[str, Value]]
+        self,
+        node: ast.Call,
+        info: FunctionInfo | None,
+        fed: Callable[[str], bool],
+        skip: int,
+        args: list[Value | None],
+        keywords: list[tuple[str, Value]],
     ) -> None:
-        """A parameter fed ``module.training`` elsewhere, fed grad mode here (GG004)."""
-        info = self.index.functions.get(qualname)
+        """A parameter fed ``module.training`` elsewhere (``fed(name)``), fed grad mode
+        here (GG004); ``info``: the function called."""
         if info is None:
             return
+        qualname = info.qualname
         passed = [*zip(info.positional[skip:], args), *keywords]
         for name, value in passed:
-            if value is None or (qualname, name) not in self.index.fed_training:
+            if value is None or not fed(name):
                 continue
             # what the selector receives: the argument where this call runs, "no call" else
             absent = self.bdd.atom(("not-called", id(node)))

@@ -147,6 +147,13 @@ class Project:
         self._by_path[os.path.abspath(path)] = module
         return module
 
+    def tree_of(self, path: str, text: str) -> ast.Module | None:
+        """The tree of ``path`` if the project parsed it already from this very text."""
+        module = self._by_path.get(os.path.abspath(path))
+        if module is None or "".join(module.places.lines) != text:
+            return None
+        return module.index.tree
+
     def load(self, name: str) -> ModuleFile | None:
         if name in self._modules:
             module = self._modules[name]
@@ -401,6 +408,7 @@ class Project:
                     context.bdd,
                     module.places,
                     module.name,
+                    info.owner,
                 )
                 if info.backward:  # what it returns only: it decides nothing in the forward
                     summary = replace(EMPTY, returns_grad=summary.returns_grad)
@@ -448,6 +456,12 @@ class Project:
         return effects
 
     def _follow(self, module: ModuleFile, qualname: str, parameter: str, depth: int) -> tuple[Effect, ...]:
+        if "#" in qualname:  # an attribute of a class's objects: what its methods decide with it
+            klass, _, attr = qualname.partition("#")
+            info = module.index.classes.get(klass)
+            methods = sorted(info.methods.values()) if info is not None else []
+            found = [e for m in methods for e in self._parameter_effects(module, m, f"self.{attr}", depth + 1)]
+            return tuple(found[:MAX_EFFECTS])
         summary = self.summary(module, qualname)
         out: list[Effect] = [e for p, e in summary.effects if p == parameter]
         for link in summary.links:
@@ -456,10 +470,17 @@ class Project:
             target = self.load(link.callee[0])
             if target is None:
                 continue
-            inner = self.summary(target, link.callee[1]).parameter(link.slot, link.skip, link.item)
+            if "#" in link.callee[1]:
+                inner: str | None = str(link.slot)
+            else:
+                inner = self.summary(target, link.callee[1]).parameter(link.slot, link.skip, link.item)
             if inner is None:
                 continue
-            step = replace(link.place, message=f"`{link.param}` passed on as `{inner}` to `{link.callee[1]}`")
+            step = (
+                link.place
+                if "#" in link.callee[1]
+                else replace(link.place, message=f"`{link.param}` passed on as `{inner}` to `{link.callee[1]}`")
+            )
             for effect in self._parameter_effects(target, link.callee[1], inner, depth + 1):
                 polarity = compose(link.polarity, effect.polarity)
                 if polarity == 0 and effect.polarity != 0:

@@ -33,7 +33,9 @@ class Effect:
 @dataclass(frozen=True)
 class Link:
     """An argument that depends on parameter ``param``: ``slot`` (a position after the
-    callee's ``skip`` leading parameters, or a keyword) of ``callee`` (module, qualname)."""
+    callee's ``skip`` leading parameters, or a keyword) of ``callee`` (module, qualname).
+    A store ``self.attr = param`` is a link to ``Class#attr``, slot ``self.attr``: what
+    the methods of the class decide with the attribute."""
 
     param: str
     polarity: int
@@ -60,6 +62,8 @@ class FunctionSummary:
         if isinstance(slot, int):
             names = self.positional[skip:]
             name = names[slot] if 0 <= slot < len(names) else None
+        elif slot.startswith("self."):  # an attribute of the object (see :class:`Link`)
+            name = slot
         else:
             name = slot if slot in self.positional or slot in self.keyword_only else None
         return f"{name}[{item}]" if name is not None and item is not None else name
@@ -90,6 +94,7 @@ def summarise(
     bdd: Manager,
     place: PlaceMaker,
     module: str,
+    owner: str | None = None,
 ) -> FunctionSummary:
     """The summary of one interpreted function: ``place(line, column, message)`` makes
     the shown steps (the column as ast gives it)."""
@@ -127,6 +132,16 @@ def summarise(
                     message = f"`{name}` passed on as {shown} to `{callee[1]}`"
                     step = place(site.node.lineno, site.node.col_offset, message)
                     links.append(Link(name, polarity, callee, site.skip, slot, step, item))
+    for attr, value, node in result.self_stores:
+        if owner is None:
+            break
+        for var in bdd.params_in(value.bdd):  # `self.attr = param`: what the class's methods do with it
+            polarity = polarity_of(bdd, var, value, False)
+            if polarity is None:
+                continue
+            name = bdd.param_vars[var][2]
+            step = place(node.lineno, node.col_offset, f"`{name}` stored as `self.{attr}`")
+            links.append(Link(name, polarity, (module, f"{owner}#{attr}"), 0, f"self.{attr}", step))
     returned = pure_grad_values(result.returns, bdd) if result.returns else None
     returns_grad = None if returned is None else (1 if bdd.polarity(returned.bdd) else -1)
     return FunctionSummary(positional, keyword_only, tuple(effects), tuple(links), returns_grad)
