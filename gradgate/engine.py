@@ -539,8 +539,10 @@ def lint_source(
     remaining = tuple(f.finding for f in analysis.found)
     if not fix or not analysis.fixable(unsafe_fixes):
         return FileResult(path, remaining, source=data, stage="ast", suppressed=tuple(analysis.suppressed))
+    passes = [analysis]  # _fix holds the only reference: each pass's tree and model are freed
+    del analysis  # before the next pass parses and analyses the fixed text
     try:
-        final, current, fixed_findings, cst_lines = _fix(path, text, analysis, config, rules, prefilter, unsafe_fixes)
+        final, current, fixed_findings, cst_lines = _fix(path, text, passes, config, rules, prefilter, unsafe_fixes)
     except LintError as exc:
         return FileResult(path, remaining, error=str(exc), source=data, stage="fix")
     if current == text:
@@ -582,12 +584,16 @@ def attach_edits(result: FileResult, config: Config) -> FileResult:
 def _fix(
     path: str,
     text: str,
-    analysis: _Analysis,
+    passes: list[_Analysis],
     config: Config,
     rules: Sequence[type[Rule]],
     prefilter: bool,
     unsafe_fixes: bool,
 ) -> tuple[_Analysis, str, list[Finding], int]:
+    """The passes of fixes; ``passes`` holds the first analysis, taken out here so that
+    one pass's tree and model are garbage before the next pass builds its own (on a
+    100,000-line file each is a few hundred MB)."""
+    analysis = passes.pop()
     current = text
     fixed_findings: list[Finding] = []
     cst_lines = 0
@@ -600,13 +606,15 @@ def _fix(
             break
         candidate, applied, parsed = outcome
         cst_lines += parsed
+        expected = len(chosen)
+        del analysis, chosen, outcome  # freed here (no cycle holds them); ``applied`` has the findings
         try:
             next_analysis = _Analysis(path, candidate, config, rules, whole=not prefilter)
         except LintError as exc:
             raise _FixInvalid(f"a fix produced invalid code ({exc}); file left unchanged") from None
         if _odd_layout(candidate):
             _reparse_whole(candidate, current)
-        if len(next_analysis.fixable(unsafe_fixes)) >= len(chosen):
+        if len(next_analysis.fixable(unsafe_fixes)) >= expected:
             raise _FixInvalid("a fix did not remove its finding; file left unchanged")
         current, analysis = candidate, next_analysis
         fixed_findings.extend(applied)
