@@ -560,6 +560,8 @@ def fix(
     With `-` the fixed standard input goes to standard output, the findings left to
     standard error.
     """
+    from dataclasses import replace
+
     from . import reporters
     from .results import FileResult, Finding
     from .source import SourceError, write_atomic
@@ -597,6 +599,7 @@ def fix(
                 changed.append(result)
             results.append(result)
             continue
+        done = False
         if result.changed:
             if diff:
                 click.echo(reporters.unified_diff(result), nl=False)
@@ -607,8 +610,13 @@ def fix(
                     # nothing was written: every finding of the file is still there
                     unfixed = (*result.fixed_findings, *result.findings)
                     result = FileResult(result.path, tuple(sorted(unfixed, key=Finding.sort_key)), error=str(exc))
-            if result.error is None:
-                changed.append(result)
+            done = result.error is None
+        if result.source is not None or result.fixed is not None:
+            # written (or shown): what follows needs the findings, not the bytes; a fix of
+            # many files then holds one file's bytes at a time
+            result = replace(result, source=None, fixed=None)
+        if done:
+            changed.append(result)
         results.append(result)
     errors = _print_errors(results)
     remaining = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
