@@ -84,6 +84,7 @@ def _invocation(
     force_exclude=True,
     respect_gitignore=True,
     unsafe_fixes=False,
+    edits=False,
 ) -> Invocation:
     from .cache import default_cache_dir
     from .runner import RunOptions
@@ -122,6 +123,7 @@ def _invocation(
         cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
         jobs=jobs,
         unsafe_fixes=unsafe_fixes,
+        edits=edits,
     )
     return Invocation(
         paths, targets, resolver, options, progress, stdin_filename=(stdin_filename or "-") if paths == ("-",) else None
@@ -203,7 +205,14 @@ def _stdin_result(invocation: Invocation):
     if name != "-" and excluded(name, settings):
         return FileResult(shown, source=data, stage="excluded")
     options = invocation.options
-    return lint_document(shown, data, settings, fix=options.fix, unsafe_fixes=options.unsafe_fixes)
+    return lint_document(
+        shown,
+        data,
+        settings,
+        fix=options.fix,
+        unsafe_fixes=options.unsafe_fixes,
+        edits=options.edits and not options.fix,
+    )
 
 
 def _print_skipped(path: str, reason: str) -> None:
@@ -442,6 +451,7 @@ def check(
     """Report grad-mode gated forward decisions under PATHS (default: .; `-`: standard input)."""
     from .results import Finding
 
+    edits = output_format in ("json", "sarif") or show_fixes  # for the consumers that show or apply them
     invocation = _invocation(
         paths,
         config_file,
@@ -459,10 +469,11 @@ def check(
         force_exclude=force_exclude,
         respect_gitignore=respect_gitignore,
         unsafe_fixes=unsafe_fixes,
+        edits=edits,
     )
     out = Output(output_format, show_source, show_fixes, statistics, quiet, output_file, unsafe_fixes)
     results = list(_results(invocation))
-    if output_format in ("json", "sarif") or show_fixes:  # fix edits for the consumers that show or apply them
+    if edits:  # the files analysed have their edits; a cached result or standard input may not
         from .document import with_edits
 
         results = [with_edits(r, invocation.resolver.for_path(r.path).config) if r.findings else r for r in results]

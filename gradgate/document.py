@@ -35,8 +35,8 @@ def with_edits(result: FileResult, config) -> FileResult:
     show or apply), matched by place. Unlike :func:`gradgate.engine.attach_edits` it
     also works on a result that ``per-file-ignores`` thinned out (the re-analysis then
     has more findings than the result)."""
-    if result.error is not None or not any(f.applicability for f in result.findings):
-        return result
+    if result.error is not None or all(f.edit is not None for f in result.findings if f.applicability):
+        return result  # nothing to fix, or every edit already there
     from dataclasses import replace
 
     from .source import SourceError, read_source

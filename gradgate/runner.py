@@ -39,6 +39,9 @@ class RunOptions:
     root: str | None = None
     #: apply the unsafe fixes too (with ``fix``)
     unsafe_fixes: bool = False
+    #: give each fixable finding its text edit (JSON, SARIF, ``--show-fixes``) in the
+    #: analysis that finds it, not in a second one
+    edits: bool = False
 
 
 def _per_file_ignored(result: FileResult, config: Config, root: str | None) -> FileResult:
@@ -70,9 +73,9 @@ def _lean(result: FileResult) -> FileResult:
     return replace(result, source=None)
 
 
-def _analyse(job: tuple[str, bytes, Config, bool, bool, bool]) -> FileResult:
-    path, data, config, fix, prefilter, unsafe_fixes = job
-    return _lean(lint_source(path, data, config, fix=fix, prefilter=prefilter, unsafe_fixes=unsafe_fixes))
+def _analyse(job: tuple[str, bytes, Config, bool, bool, bool, bool]) -> FileResult:
+    path, data, config, fix, prefilter, unsafe_fixes, edits = job
+    return _lean(lint_source(path, data, config, fix=fix, prefilter=prefilter, unsafe_fixes=unsafe_fixes, edits=edits))
 
 
 #: what starting one worker costs (a fork, and LibCST imported again where a fix is made)
@@ -189,7 +192,8 @@ def run(
             if cache is not None:
                 cache.put(*recorded.pop(index), now_ns, prefiltered)
             continue
-        pending.append((index, (item.path, data, config, options.fix, options.prefilter, options.unsafe_fixes)))
+        job = (item.path, data, config, options.fix, options.prefilter, options.unsafe_fixes, options.edits)
+        pending.append((index, job))
 
     done = total - len(pending)
     computed, pool = _analysed([job for _, job in pending], options)
