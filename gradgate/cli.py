@@ -86,7 +86,6 @@ def _invocation(
     unsafe_fixes=False,
     edits=False,
 ) -> Invocation:
-    from .cache import default_cache_dir
     from .runner import RunOptions
     from .settings import Resolver
     from .targets import collect
@@ -120,7 +119,7 @@ def _invocation(
     options = RunOptions(
         fix=fix,
         prefilter=not no_prefilter,
-        cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
+        cache_dir=None if no_cache else (cache_dir or _default_cache_dir()),
         jobs=jobs,
         unsafe_fixes=unsafe_fixes,
         edits=edits,
@@ -128,6 +127,12 @@ def _invocation(
     return Invocation(
         paths, targets, resolver, options, progress, stdin_filename=(stdin_filename or "-") if paths == ("-",) else None
     )
+
+
+def _default_cache_dir() -> str:
+    from .cache import default_cache_dir  # (a run without a cache imports no hashing)
+
+    return default_cache_dir()
 
 
 class _Progress:
