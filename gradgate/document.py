@@ -8,7 +8,7 @@ import os
 
 from .engine import lint_source
 from .results import FileResult
-from .runner import _per_file_ignored
+from .runner import _per_file_ignored, collector_paused
 from .settings import Settings
 from .suppression import file_ignored_bytes
 from .targets import _excluded_below
@@ -26,7 +26,8 @@ def lint_document(
     with ``edits``, each fixable finding carries its text edit."""
     if file_ignored_bytes(data):
         return FileResult(path, source=data, stage="ignored")
-    result = lint_source(path, data, settings.config, fix=fix, unsafe_fixes=unsafe_fixes, edits=edits)
+    with collector_paused():
+        result = lint_source(path, data, settings.config, fix=fix, unsafe_fixes=unsafe_fixes, edits=edits)
     return _per_file_ignored(result, settings.config, settings.root or os.getcwd())
 
 

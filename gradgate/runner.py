@@ -10,8 +10,10 @@ keep the file's bytes only where they have findings or a fix.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -73,9 +75,32 @@ def _lean(result: FileResult) -> FileResult:
     return replace(result, source=None)
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while one file is analysed.
+
+    An analysis allocates its tree and model in bulk (CPython's ``ast.parse`` alone makes
+    a node object per name, a million for a 100,000-line file), and all of it lives
+    until the analysis ends, when reference counting frees it: the collector's passes
+    meanwhile scan those objects again and again and find no garbage (0.44 s of a 3.5 s
+    ``fix`` of that file; 15 % of a ``--no-prefilter`` run over TransformerEngine). The
+    few cycles an analysis leaves are collected by the next pass after it: peak memory
+    is unchanged (measured on both, and on NeMo)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _analyse(job: tuple[str, bytes, Config, bool, bool, bool, bool]) -> FileResult:
     path, data, config, fix, prefilter, unsafe_fixes, edits = job
-    return _lean(lint_source(path, data, config, fix=fix, prefilter=prefilter, unsafe_fixes=unsafe_fixes, edits=edits))
+    with collector_paused():
+        result = lint_source(path, data, config, fix=fix, prefilter=prefilter, unsafe_fixes=unsafe_fixes, edits=edits)
+    return _lean(result)
 
 
 #: what starting one worker costs (a fork, and LibCST imported again where a fix is made)
