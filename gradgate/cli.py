@@ -84,8 +84,8 @@ def _invocation(
     force_exclude=True,
     respect_gitignore=True,
     unsafe_fixes=False,
+    edits=False,
 ) -> Invocation:
-    from .cache import default_cache_dir
     from .runner import RunOptions
     from .settings import Resolver
     from .targets import collect
@@ -119,13 +119,20 @@ def _invocation(
     options = RunOptions(
         fix=fix,
         prefilter=not no_prefilter,
-        cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
+        cache_dir=None if no_cache else (cache_dir or _default_cache_dir()),
         jobs=jobs,
         unsafe_fixes=unsafe_fixes,
+        edits=edits,
     )
     return Invocation(
         paths, targets, resolver, options, progress, stdin_filename=(stdin_filename or "-") if paths == ("-",) else None
     )
+
+
+def _default_cache_dir() -> str:
+    from .cache import default_cache_dir  # (a run without a cache imports no hashing)
+
+    return default_cache_dir()
 
 
 class _Progress:
@@ -203,7 +210,14 @@ def _stdin_result(invocation: Invocation):
     if name != "-" and excluded(name, settings):
         return FileResult(shown, source=data, stage="excluded")
     options = invocation.options
-    return lint_document(shown, data, settings, fix=options.fix, unsafe_fixes=options.unsafe_fixes)
+    return lint_document(
+        shown,
+        data,
+        settings,
+        fix=options.fix,
+        unsafe_fixes=options.unsafe_fixes,
+        edits=options.edits and not options.fix,
+    )
 
 
 def _print_skipped(path: str, reason: str) -> None:
@@ -442,6 +456,7 @@ def check(
     """Report grad-mode gated forward decisions under PATHS (default: .; `-`: standard input)."""
     from .results import Finding
 
+    edits = output_format in ("json", "sarif") or show_fixes  # for the consumers that show or apply them
     invocation = _invocation(
         paths,
         config_file,
@@ -459,10 +474,11 @@ def check(
         force_exclude=force_exclude,
         respect_gitignore=respect_gitignore,
         unsafe_fixes=unsafe_fixes,
+        edits=edits,
     )
     out = Output(output_format, show_source, show_fixes, statistics, quiet, output_file, unsafe_fixes)
     results = list(_results(invocation))
-    if output_format in ("json", "sarif") or show_fixes:  # fix edits for the consumers that show or apply them
+    if edits:  # the files analysed have their edits; a cached result or standard input may not
         from .document import with_edits
 
         results = [with_edits(r, invocation.resolver.for_path(r.path).config) if r.findings else r for r in results]
@@ -560,6 +576,8 @@ def fix(
     With `-` the fixed standard input goes to standard output, the findings left to
     standard error.
     """
+    from dataclasses import replace
+
     from . import reporters
     from .results import FileResult, Finding
     from .source import SourceError, write_atomic
@@ -597,6 +615,7 @@ def fix(
                 changed.append(result)
             results.append(result)
             continue
+        done = False
         if result.changed:
             if diff:
                 click.echo(reporters.unified_diff(result), nl=False)
@@ -607,8 +626,13 @@ def fix(
                     # nothing was written: every finding of the file is still there
                     unfixed = (*result.fixed_findings, *result.findings)
                     result = FileResult(result.path, tuple(sorted(unfixed, key=Finding.sort_key)), error=str(exc))
-            if result.error is None:
-                changed.append(result)
+            done = result.error is None
+        if result.source is not None or result.fixed is not None:
+            # written (or shown): what follows needs the findings, not the bytes; a fix of
+            # many files then holds one file's bytes at a time
+            result = replace(result, source=None, fixed=None)
+        if done:
+            changed.append(result)
         results.append(result)
     errors = _print_errors(results)
     remaining = sorted((f for r in results for f in r.findings), key=Finding.sort_key)

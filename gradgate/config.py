@@ -7,8 +7,6 @@ of which at least one must occur in a file for any rule to report anything in it
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
@@ -139,13 +137,9 @@ class Config:
             *self.comm_call_patterns,
             *self.non_forward_functions,
         ):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ConfigError(f"invalid regular expression {pattern!r}: {exc}") from None
-            risk = backtracking_risk(pattern)
-            if risk is not None:
-                raise ConfigError(f"regular expression {pattern!r} refused: {risk}")
+            if pattern not in _CHECKED_PATTERNS:
+                check_pattern(pattern)
+                _CHECKED_PATTERNS.add(pattern)
 
     def with_changes(self, **changes: Any) -> Config:
         return replace(self, **changes)
@@ -158,8 +152,17 @@ class Config:
     def backward_flag_re(self) -> re.Pattern[str]:
         return re.compile("|".join(f"(?:{p})" for p in self.backward_flag_patterns) or r"(?!)")
 
+    @cached_property
+    def _flag_answers(self) -> dict[str, bool]:
+        return {}
+
     def is_forward_comm_flag(self, name: str) -> bool:
-        return bool(self.comm_flag_re.search(name)) and not self.backward_flag_re.search(name)
+        # asked for every name the model reads (thousands a file, a few hundred distinct)
+        answers = self._flag_answers
+        answer = answers.get(name)
+        if answer is None:
+            answer = answers[name] = bool(self.comm_flag_re.search(name)) and not self.backward_flag_re.search(name)
+        return answer
 
     @cached_property
     def all_comm_apis(self) -> tuple[str, ...]:
@@ -208,5 +211,29 @@ class Config:
         return tuple(sorted(n.encode() for n in names))
 
     def fingerprint(self) -> str:
+        import hashlib
+        import json
+
         data = json.dumps(asdict(self), sort_keys=True, default=list)
         return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+def check_pattern(pattern: str) -> None:
+    """Raise :class:`ConfigError` unless ``pattern`` compiles and cannot backtrack badly."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(f"invalid regular expression {pattern!r}: {exc}") from None
+    risk = backtracking_risk(pattern)
+    if risk is not None:
+        raise ConfigError(f"regular expression {pattern!r} refused: {risk}")
+
+
+#: patterns already checked in this process; the defaults are (``tests`` check them with
+#: :func:`check_pattern`), so a default configuration costs no regular-expression parse
+_CHECKED_PATTERNS: set[str] = {
+    *DEFAULT_COMM_FLAG_PATTERNS,
+    *DEFAULT_BACKWARD_FLAG_PATTERNS,
+    *DEFAULT_COMM_CALL_PATTERNS,
+    *DEFAULT_NON_FORWARD_FUNCTIONS,
+}

@@ -66,15 +66,29 @@ def _inside(path: str, root: str) -> bool:
 
 def discover(paths: Iterable[str], exclude: tuple[str, ...] = ()) -> Iterator[Discovered]:
     found: list[tuple[Discovered, str]] = []
+    folders: dict[str, str] = {}
     for root in paths:
         if os.path.isdir(root):
             found.extend(_walk(root, exclude))
         elif os.path.lexists(root):
             # an explicit file is linted whatever its name; a broken link is reported
-            found.append((Discovered(root), os.path.realpath(root)))
+            found.append((Discovered(root), _real_file(root, folders)))
         else:
             found.append((Discovered(root, "no such file or directory"), os.path.normpath(root)))
     yield from _once(found)
+
+
+def _real_file(path: str, folders: dict[str, str]) -> str:
+    """``os.path.realpath(path)`` of an existing file, its folder's real path kept in
+    ``folders``: a run handed hundreds of files (the command line's, or every target
+    again) resolves each folder once, not every component of every path."""
+    head, tail = os.path.split(path)
+    if not tail or tail in (os.curdir, os.pardir) or os.path.islink(path):
+        return os.path.realpath(path)
+    real_head = folders.get(head)
+    if real_head is None:
+        real_head = folders[head] = os.path.realpath(head or os.curdir)
+    return os.path.join(real_head, tail)
 
 
 def _once(found: list[tuple[Discovered, str]]) -> Iterator[Discovered]:

@@ -8,7 +8,7 @@ import os
 
 from .engine import lint_source
 from .results import FileResult
-from .runner import _per_file_ignored
+from .runner import _per_file_ignored, collector_paused
 from .settings import Settings
 from .suppression import file_ignored_bytes
 from .targets import _excluded_below
@@ -26,7 +26,8 @@ def lint_document(
     with ``edits``, each fixable finding carries its text edit."""
     if file_ignored_bytes(data):
         return FileResult(path, source=data, stage="ignored")
-    result = lint_source(path, data, settings.config, fix=fix, unsafe_fixes=unsafe_fixes, edits=edits)
+    with collector_paused():
+        result = lint_source(path, data, settings.config, fix=fix, unsafe_fixes=unsafe_fixes, edits=edits)
     return _per_file_ignored(result, settings.config, settings.root or os.getcwd())
 
 
@@ -35,8 +36,8 @@ def with_edits(result: FileResult, config) -> FileResult:
     show or apply), matched by place. Unlike :func:`gradgate.engine.attach_edits` it
     also works on a result that ``per-file-ignores`` thinned out (the re-analysis then
     has more findings than the result)."""
-    if result.error is not None or not any(f.applicability for f in result.findings):
-        return result
+    if result.error is not None or all(f.edit is not None for f in result.findings if f.applicability):
+        return result  # nothing to fix, or every edit already there
     from dataclasses import replace
 
     from .source import SourceError, read_source

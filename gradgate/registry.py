@@ -7,7 +7,6 @@ Each rule lives in ``gradgate.rules`` in a module named after its code:
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 import pkgutil
@@ -30,6 +29,8 @@ def known_codes() -> frozenset[str]:
 def code_digest() -> str:
     """Digest of gradgate's own sources (names, sizes, modification times): a cache
     made by other code, an edited checkout included, is not reused."""
+    import hashlib  # (here: a run without a cache needs no hashing at all)
+
     import gradgate
 
     parts = []

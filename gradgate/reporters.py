@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -159,6 +158,8 @@ def finding_dict(finding: Finding) -> dict[str, object]:
 
 
 def render_json(findings: Sequence[Finding]) -> str:
+    import json  # (the text format, the common one, needs none)
+
     return json.dumps([finding_dict(f) for f in findings], indent=2) + "\n"
 
 
@@ -291,6 +292,8 @@ def render_sarif(
             }
         ],
     }
+    import json
+
     return json.dumps(sarif, indent=2) + "\n"
 
 
@@ -453,6 +456,7 @@ def render_gitlab(findings: Sequence[Finding], errors: Sequence[FileResult] = ()
     codequality``). Fingerprints are unique per issue: an identical line's second
     finding gets its own."""
     import hashlib
+    import json
 
     out = []
     seen: dict[str, int] = {}

@@ -7,8 +7,9 @@
   results are kept by content, so undoing an edit costs nothing. A result that arrives
   after a newer edit is dropped.
 - **Code actions**: one quick fix per finding with a fix (safe ones preferred, unsafe
-  ones titled "(unsafe)"), a "suppress on this line" action, and "Fix all gradgate
-  findings" (``source.fixAll.gradgate``, safe fixes only; the ``gradgate.applyFixes``
+  ones titled "(unsafe)"; its text edit, which needs LibCST, is computed when code
+  actions are asked for, never on the diagnostics' path), a "suppress on this line"
+  action, and "Fix all gradgate findings" (``source.fixAll.gradgate``, safe fixes only; the ``gradgate.applyFixes``
   command sends the same edit with ``workspace/applyEdit``).
 - **Hover** over a finding: the rule's documentation.
 
@@ -69,25 +70,50 @@ class GradgateServer(LanguageServer):
         return os.path.join(root, "untitled.py")
 
     def check(self, document: TextDocument, fix: bool = False) -> FileResult:
-        """``document``'s text checked (or fixed) as its file; results cached by content."""
+        """``document``'s text checked (or fixed) as its file; results cached by content.
+
+        A check gives no finding its text edit: the diagnostics need none, and the edits
+        need LibCST; :meth:`edited` adds them when code actions ask for them."""
         from .document import excluded, lint_document
 
         path = self.path_of(document)
         data = document.source.encode("utf-8")
         settings = self.resolver.for_path(path)
         key = (path, hashlib.sha256(data).digest(), settings.config.fingerprint(), fix)
-        hit = self.cache.get(key)
+        hit = self._cached(key)
         if hit is not None:
-            self.cache.move_to_end(key)
             return hit
         if excluded(path, settings):
             result = FileResult(path, source=data, stage="excluded")
         else:
-            result = lint_document(path, data, settings, fix=fix, edits=not fix)
+            result = lint_document(path, data, settings, fix=fix)
+        self._remember(key, result)
+        return result
+
+    def _cached(self, key: tuple) -> FileResult | None:
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.cache.move_to_end(key)
+        return hit
+
+    def _remember(self, key: tuple, result: FileResult) -> None:
         self.cache[key] = result
         if len(self.cache) > CACHE_SIZE:
             self.cache.popitem(last=False)
-        return result
+
+    def edited(self, result: FileResult) -> FileResult:
+        """``result`` with each fixable finding's text edit (cached by content)."""
+        if result.source is None or not any(f.applicability is not None and f.edit is None for f in result.findings):
+            return result
+        from .document import with_edits
+
+        config = self.resolver.for_path(result.path).config
+        key = (result.path, hashlib.sha256(result.source).digest(), config.fingerprint(), "edits")
+        hit = self._cached(key)
+        if hit is None:
+            hit = with_edits(result, config)
+            self._remember(key, hit)
+        return hit
 
     def schedule(self, uri: str, delay: float) -> None:
         """Check ``uri`` after ``delay`` seconds, replacing a check already waiting."""
@@ -126,25 +152,46 @@ class GradgateServer(LanguageServer):
         self.results.pop(uri, None)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
-    def findings(self, uri: str) -> Sequence[Finding]:
+    def findings(self, uri: str, edits: bool = False) -> Sequence[Finding]:
+        """The findings last published for ``uri``; with ``edits``, each fixable one
+        carries its text edit (computed now, once per content)."""
         entry = self.results.get(uri)
-        return entry[1].findings if entry is not None else ()
+        if entry is None:
+            return ()
+        if edits:
+            version, result = entry
+            entry = (version, self.edited(result))
+            self.results[uri] = entry
+        return entry[1].findings
 
 
 # -- conversions ------------------------------------------------------------------------
-def _position(document: TextDocument, line: int, column: int) -> types.Position:
-    """gradgate's 1-based line and character column as an LSP position."""
+def _position(document: TextDocument, line: int, column: int, lines: Sequence[str] | None = None) -> types.Position:
+    """gradgate's 1-based line and character column as an LSP position (``lines``:
+    ``document.lines``, which pygls splits anew on every access)."""
     return document.position_codec.position_to_client_units(
-        document.lines, types.Position(line=max(0, line - 1), character=max(0, column - 1))
+        document.lines if lines is None else lines,
+        types.Position(line=max(0, line - 1), character=max(0, column - 1)),
     )
 
 
-def _range(document: TextDocument, line: int, column: int, end_line: int, end_column: int) -> types.Range:
-    return types.Range(start=_position(document, line, column), end=_position(document, end_line, end_column))
+def _range(
+    document: TextDocument,
+    line: int,
+    column: int,
+    end_line: int,
+    end_column: int,
+    lines: Sequence[str] | None = None,
+) -> types.Range:
+    if lines is None:
+        lines = document.lines
+    return types.Range(
+        start=_position(document, line, column, lines), end=_position(document, end_line, end_column, lines)
+    )
 
 
-def finding_range(document: TextDocument, finding: Finding) -> types.Range:
-    return _range(document, finding.line, finding.column, finding.end_line, finding.end_column)
+def finding_range(document: TextDocument, finding: Finding, lines: Sequence[str] | None = None) -> types.Range:
+    return _range(document, finding.line, finding.column, finding.end_line, finding.end_column, lines)
 
 
 def _docs_url(code: str) -> str:
@@ -161,19 +208,25 @@ def diagnostics(document: TextDocument, result: FileResult) -> list[types.Diagno
                 source=SOURCE,
             )
         ]
-    out = []
+    out: list[types.Diagnostic] = []
+    if not result.findings:
+        return out
+    lines = document.lines
+    here = os.path.abspath(result.path)
     for finding in result.findings:
         related = [
             types.DiagnosticRelatedInformation(
-                location=types.Location(uri=document.uri, range=_range(document, s.line, s.column, s.line, s.column)),
+                location=types.Location(
+                    uri=document.uri, range=_range(document, s.line, s.column, s.line, s.column, lines)
+                ),
                 message=s.message,
             )
             for s in finding.flow
-            if os.path.abspath(s.path) == os.path.abspath(result.path)
+            if os.path.abspath(s.path) == here
         ]
         out.append(
             types.Diagnostic(
-                range=finding_range(document, finding),
+                range=finding_range(document, finding, lines),
                 message=finding.message,
                 severity=types.DiagnosticSeverity.Warning,
                 code=finding.rule,
@@ -220,7 +273,12 @@ def code_actions(server: GradgateServer, params: types.CodeActionParams) -> list
         return wanted_kinds is None or any(kind == k or kind.startswith(k + ".") for k in wanted_kinds)
 
     actions: list[types.CodeAction] = []
-    findings = [f for f in server.findings(document.uri) if _overlaps(finding_range(document, f), params.range)]
+    lines = document.lines
+    findings = [f for f in server.findings(document.uri) if _overlaps(finding_range(document, f, lines), params.range)]
+    if any(f.applicability is not None for f in findings) and wanted(types.CodeActionKind.QuickFix):
+        # the quick fixes' edits: computed only now, never for the diagnostics
+        edited = {(f.line, f.column, f.rule): f for f in server.findings(document.uri, edits=True)}
+        findings = [edited.get((f.line, f.column, f.rule), f) for f in findings]
     for finding in findings:
         diagnostic = [d for d in params.context.diagnostics if d.code == finding.rule and d.source == SOURCE]
         if (
@@ -241,7 +299,7 @@ def code_actions(server: GradgateServer, params: types.CodeActionParams) -> list
                         changes={
                             document.uri: [
                                 types.TextEdit(
-                                    range=_range(document, e.line, e.column, e.end_line, e.end_column),
+                                    range=_range(document, e.line, e.column, e.end_line, e.end_column, lines),
                                     new_text=e.content,
                                 )
                             ]
@@ -250,7 +308,7 @@ def code_actions(server: GradgateServer, params: types.CodeActionParams) -> list
                 )
             )
         if wanted(types.CodeActionKind.QuickFix):
-            line = document.lines[finding.line - 1] if finding.line <= len(document.lines) else ""
+            line = lines[finding.line - 1] if finding.line <= len(lines) else ""
             text, added = add_suppressions(line, [_on_first_line(finding)])
             if added:
                 actions.append(

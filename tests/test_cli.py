@@ -228,3 +228,30 @@ def test_check_in_process_leaves_torch_unimported(tree):
     result = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-2:] == ["exit 1", "[]"], result.stdout
+
+
+def test_a_run_served_by_the_cache_imports_no_engine(tree, tmp_path):
+    """Every file from the cache (the second run re-reads them: their status is too
+    recent to be trusted, their content is unchanged): the engine, its model and LibCST
+    stay unimported, and the output is the first run's."""
+    import subprocess
+    import sys
+
+    cache = str(tmp_path / "cache")
+    first = run_cli("check", "--cache-dir", cache, "pkg", cwd=tree)
+    code = (
+        "import sys\n"
+        "from gradgate.cli import cli\n"
+        "try:\n"
+        f"    cli.main(['check', '--cache-dir', {cache!r}, 'pkg'], prog_name='gradgate')\n"
+        "except SystemExit as exc:\n"
+        "    print('exit', exc.code)\n"
+        "print(sorted(m for m in sys.modules if m in ('gradgate.engine', 'gradgate.model', 'libcst')))\n"
+    )
+    from conftest import ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    second = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, env=env)
+    assert second.returncode == 0, second.stderr
+    assert first.returncode == 1
+    assert second.stdout.splitlines() == [*first.stdout.decode().splitlines(), "exit 1", "[]"]

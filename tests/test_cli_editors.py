@@ -211,6 +211,35 @@ def test_unsafe_fixes_reach_the_engine_and_count(tree, monkeypatch):
     assert unsafe.output.splitlines()[-1] == "Found 1 finding (1 fixable with `gradgate fix --unsafe-fixes`)."
 
 
+def test_json_check_analyses_each_file_once_and_caches_its_edits(tree, tmp_path, monkeypatch):
+    """The edits JSON carries come from the analysis that found the findings (not a
+    second one); cached with the result, a warm JSON run analyses nothing."""
+    import json
+
+    from click.testing import CliRunner
+
+    import gradgate.document as document
+    import gradgate.runner as runner
+    from gradgate.cli import cli
+
+    calls = []
+    real = runner.lint_source
+
+    def counting(path, data, config, **options):
+        calls.append(options.get("edits", False))
+        return real(path, data, config, **options)
+
+    monkeypatch.setattr(runner, "lint_source", counting)
+    monkeypatch.setattr(document, "lint_source", counting)
+    monkeypatch.chdir(tree)
+    cache = str(tmp_path / "cache")
+    outputs = [CliRunner().invoke(cli, ["check", "--cache-dir", cache, "--format", "json", "pkg"]) for _ in range(2)]
+    assert calls == [True]
+    cold, warm = (json.loads(o.output) for o in outputs)
+    assert cold == warm
+    assert [f["fix"] for f in cold] == [{"line": 2, "column": 39, "end_line": 2, "end_column": 59, "content": ""}]
+
+
 # -- formats -------------------------------------------------------------------------------
 def test_text_keeps_one_finding_per_line():
     """A message quoting multi-line code (or a path with a newline) stays on one line."""

@@ -133,3 +133,22 @@ def test_a_huge_literal_on_a_flagged_line_is_reported_and_not_rewritten():
     # reported, but too large to rewrite: report only, and `fix` agrees
     assert [(f.line, f.fixable) for f in check.findings] == [(2, False)]
     assert (fix.fixed, [f.line for f in fix.findings]) == (None, [2])
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("a = 1\nb = 2\n", "a = 1\nb = 3\n", (2, 5, 2, 6, "3")),
+        ("a = 1\nb = 2\n", "a = 1\n", (2, 1, 2, 7, "")),
+        ("x\n", "y\nx\n", (1, 1, 1, 1, "y\n")),
+        ("aaaa\n", "aaaaaa\n", (1, 5, 1, 5, "aa")),
+        ("same\n", "same\n", (1, 6, 1, 6, "")),
+        ("", "new\n", (1, 1, 1, 1, "new\n")),
+        ("if g:\n    x = 1\n", "if 1:\n    x = 1\n", (1, 4, 1, 5, "1")),
+    ],
+)
+def test_edit_is_the_one_region_that_differs(old, new, expected):
+    from gradgate.engine import _edit
+    from gradgate.results import Edit
+
+    assert _edit(old, new) == Edit(*expected)

@@ -23,7 +23,7 @@ from conftest import ROOT, run_cli
 
 from gradgate import cache as cache_module
 from gradgate import source as source_module
-from gradgate.config import Config
+from gradgate.config import Config, ConfigError
 from gradgate.discovery import Discovered, discover
 from gradgate.runner import RunOptions, run
 from gradgate.source import SourceError, write_atomic
@@ -588,6 +588,25 @@ def test_nested_quantifiers_are_a_config_error(tmp_path, pattern):
 @pytest.mark.parametrize("pattern", ["^my_overlap_", "(?:ag|rs)+_x", "a+b*", "(?>a+)+", "(a++)+"])
 def test_linear_patterns_are_accepted(pattern):
     assert Config(comm_flag_patterns=(pattern,)).comm_flag_patterns == (pattern,)
+
+
+def test_default_patterns_pass_the_check_a_default_config_skips():
+    from gradgate import config as config_module
+
+    defaults = (
+        *config_module.DEFAULT_COMM_FLAG_PATTERNS,
+        *config_module.DEFAULT_BACKWARD_FLAG_PATTERNS,
+        *config_module.DEFAULT_COMM_CALL_PATTERNS,
+        *config_module.DEFAULT_NON_FORWARD_FUNCTIONS,
+    )
+    assert [config_module.check_pattern(p) for p in defaults] == [None] * len(defaults)
+    assert set(defaults) <= config_module._CHECKED_PATTERNS
+
+
+def test_a_refused_pattern_stays_refused_when_asked_again():
+    for _ in range(2):
+        with pytest.raises(ConfigError, match=r"refused: a repetition inside a repetition"):
+            Config(comm_flag_patterns=("(a*)*",))
 
 
 PARENT = textwrap.dedent("""

@@ -941,11 +941,11 @@ class Interpreter:
         ]
         for found in elsewhere:
             self._external_site(node, found, [*leading, *args], named, len(leading))
-            where = (found.module.name, found.qualname)
+            key = (found.module.name, found.qualname)
             self._selector(
                 node,
                 found.module.index.functions.get(found.qualname),
-                lambda name, where=where: (*where, name) in self.c.external_fed,  # type: ignore[misc]
+                lambda name, key=key: (*key, name) in self.c.external_fed,  # type: ignore[misc]
                 found.skip,
                 [*leading, *self._positional(node, args)],
                 [(k, v) for k, v in named if k],
@@ -953,9 +953,9 @@ class Interpreter:
         if target is not None and target.external:
             returned = self.c.project.returned_grad(target) if self.c.project is not None else None
             if returned is not None:
-                polarity, found = returned
-                where = f"`{found.qualname}()` of `{found.module.name}` returns grad mode"
-                return self._read(self._grad(polarity, node, Step(node.lineno, node.col_offset, where)), node)
+                polarity, source = returned
+                said = f"`{source.qualname}()` of `{source.module.name}` returns grad mode"
+                return self._read(self._grad(polarity, node, Step(node.lineno, node.col_offset, said)), node)
             value = self._opaque(("call", id(node)), origins)
             return replace(value, made_by=target.qualname) if target.receiver is None else value
         if target is not None:
