@@ -112,14 +112,14 @@ class ModuleAnalysis:
         words |= {name for name, target in self.index.aliases.items() if target in grad_functions}
         previous: tuple[object, ...] | None = None
         before = self._context_state()
-        stale: set[str] | None = None  # None: every relevant function (the first round)
+        stale: set[str | None] | None = None  # None: every relevant function (the first round)
         for _ in range(MAX_ROUNDS):
             functions = self._relevant(words)
-            results: dict[str | None, FunctionResult] = {None: self._interpret(None)}
-            for info in functions:
-                old = self.results.get(info.qualname)
-                keep = stale is not None and old is not None and info.qualname not in stale
-                results[info.qualname] = old if keep else self._interpret(info)  # type: ignore[assignment]
+            results: dict[str | None, FunctionResult] = {}
+            for key, info in [(None, None), *((f.qualname, f) for f in functions)]:
+                old = self.results.get(key)
+                keep = stale is not None and old is not None and key not in stale
+                results[key] = old if keep else self._interpret(info)  # type: ignore[assignment]
             self.results = results
             summary = self._summarise(results.values())
             if summary == previous:
@@ -148,28 +148,19 @@ class ModuleAnalysis:
 
     def _affected(
         self, before: dict[str, dict[object, object]], after: dict[str, dict[object, object]]
-    ) -> set[str] | None:
-        """The functions whose interpretation a change of the summaries can change: those
-        whose parameters' supply changed, and those whose lines name a changed return or
-        attribute. None (all of them) where the text is not known."""
-        changed: dict[str, set[object]] = {
-            kind: {k for k in {*before[kind], *after[kind]} if before[kind].get(k) != after[kind].get(k)}
-            for kind in before
-        }
-        stale: set[str] = {str(q) for q in changed["seeds"] | changed["supplied"]}
-        words = {str(q).rsplit(".", 1)[-1] for q in changed["returns"]}
-        words |= {str(a) for a in changed["attributes"] | changed["plain"]}
-        words |= {str(k[1]) for k in changed["class_attributes"]}  # type: ignore[index]
-        if not words:
-            return stale
-        if self._lines is None:
-            return None
-        lines = self._lines.lines_with(words)
-        for info in self.index.functions.values():
-            at = bisect.bisect_left(lines, info.node.lineno)
-            if at < len(lines) and lines[at] <= (info.node.end_lineno or info.node.lineno):
-                stale.add(info.qualname)
-        return stale
+    ) -> set[str | None]:
+        """The functions (None: the module's body) whose interpretation a change of the
+        summaries can change: those that read a summary that changed (their
+        :attr:`FunctionResult.reads`). Functions not interpreted yet are interpreted
+        whatever this says."""
+        changed: set[tuple[str, object]] = set()
+        for kind in before:
+            old, new = before[kind], after[kind]
+            for key in {*old, *new}:
+                if old.get(key) != new.get(key):
+                    # a class attribute is read by name (through any base of the class)
+                    changed.add(("class_attributes", key[1]) if kind == "class_attributes" else (kind, key))  # type: ignore[index]
+        return {key for key, result in self.results.items() if result.reads & changed}
 
     def _interpret(self, info: FunctionInfo | None) -> FunctionResult:
         try:
@@ -359,7 +350,7 @@ class ModuleAnalysis:
                             if module is None:
                                 break
                             callee = Callee(module, site.external[1] if site.external else site.callee, site.skip)
-                        parameter = self.project.summary(callee.module, callee.qualname).parameter(slot, site.skip)
+                        parameter = self.project.parameter(callee, slot)
                         if parameter is None or _seeded(seeded.get(parameter), item, bdd):
                             continue
                         if site.external is None and (site.callee, parameter) in self.index.fed_training:

@@ -77,8 +77,12 @@ class SourceLines:
 
     def comment_between(self, start: tuple[int, int], end: tuple[int, int]) -> bool:
         """Is there a comment token from ``start`` (inclusive) to ``end`` (exclusive)?
-        Only the lines of the top-level statements the range touches are tokenized."""
+        Only the lines of the top-level statements the range touches are tokenized, and
+        only when those of the range spell a ``#`` at all."""
         import bisect
+
+        if not any("#" in line for line in self.lines[max(0, start[0] - 1) : end[0]]):
+            return False
 
         tops = self._tops
         first = max(0, bisect.bisect_right([s.lineno for s in tops], start[0]) - 1) if tops else 0

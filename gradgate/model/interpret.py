@@ -130,6 +130,9 @@ class FunctionResult:
     origins: dict[ast.AST, tuple[ast.stmt, int, tuple[Step, ...]]] = field(default_factory=dict)
     #: the BDD variable of each read (see :meth:`gradgate.model.bdd.Manager.read`)
     read_vars: dict[ast.AST, int] = field(default_factory=dict)
+    #: the module summaries the interpretation read (``("returns", qualname)``, ...):
+    #: when none of them changes, another round would give the same result
+    reads: set[tuple[str, object]] = field(default_factory=set)
     #: flag names read in the forward (not only for ``ctx`` / ``save_for_backward``)
     forward_reads: set[str] = field(default_factory=set)
     backward_reads: set[str] = field(default_factory=set)
@@ -225,6 +228,9 @@ class Interpreter:
             body = self.info.node.body
             seeds = self.c.seeds.get(self.qualname, {})
             supplied = self.c.supplied.get(self.qualname, set())
+            self.result.reads.add(("seeds", self.qualname))
+            if any(a.arg in self.c.grad_names for a in self.info.params):  # who supplies it decides
+                self.result.reads.add(("supplied", self.qualname))
             for arg in self.info.params:
                 env.set(arg.arg, self._parameter(arg, seeds, supplied))
         self._block(body, env)
@@ -741,12 +747,15 @@ class Interpreter:
         attr = node.attr
         if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") and self.owner:
             method = self.index.method(self.owner, attr)
+            if method:
+                self.result.reads.add(("returns", method))
             if method and method in self.c.returns and self.index.functions[method].is_property:
                 value = self.c.returns[method]
                 return self._read(
                     value.with_step(Step(node.lineno, node.col_offset, f"property `{attr}` returns grad mode")), node
                 )
         on_self = isinstance(node.value, ast.Name) and node.value.id == "self" and self.owner is not None
+        self.result.reads |= {("class_attributes", attr), ("attributes", attr), ("plain", attr)}
         stored = self.c.class_attribute(self.index, self.owner, attr) if on_self else None
         if stored is not None:
             if stored.bdd != FALSE or stored.ident != "plain":
@@ -1245,6 +1254,7 @@ class Interpreter:
                 CallSite(qualname, skip, tuple(all_args), tuple(all_keywords), node, self.qualname, double_star)
             )
         returned = self.c.returns.get(qualname)
+        self.result.reads.add(("returns", qualname))
         if returned is not None:
             step = Step(node.lineno, node.col_offset, f"`{qualname}()` returns grad mode")
             return self._read(replace(returned, trail=(*returned.trail, step)), node)

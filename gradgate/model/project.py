@@ -50,9 +50,12 @@ class ModuleFile:
 
     def mentions_grad(self, info: FunctionInfo) -> bool:
         """Do the lines of ``info`` spell one of the grad-mode tokens?"""
+        return any(self.spells(info, t.decode()) for t in self.index.config.prefilter_tokens())
+
+    def spells(self, info: FunctionInfo, word: str) -> bool:
+        """Do the lines of ``info`` spell ``word``?"""
         lines = self.places.lines[info.node.lineno - 1 : info.node.end_lineno or info.node.lineno]
-        tokens = self.index.config.prefilter_tokens()
-        return any(t.decode() in line for line in lines for t in tokens)
+        return any(word in line for line in lines)
 
 
 @dataclass(frozen=True)
@@ -415,11 +418,18 @@ class Project:
         self._summaries[key] = summary
         return summary
 
+    def parameter(self, callee: Callee, slot: int | str, item: int | None = None) -> str | None:
+        """The parameter of ``callee`` that a call's argument ``slot`` (its item) binds,
+        read from the ``def`` (no interpretation); None where there is none, or where the
+        parameter is named as grad mode (the callee takes it as grad mode: its findings
+        are its own)."""
+        return _parameter(callee.module, callee.qualname, slot, callee.skip, item)
+
     def effects(self, callee: Callee, slot: int | str, item: int | None = None) -> tuple[Effect, ...]:
         """The decisions the argument ``slot`` (its item ``item``) of a call of
         ``callee`` takes part in, in the callee or further down, each with the steps it
         takes there."""
-        parameter = self.summary(callee.module, callee.qualname).parameter(slot, callee.skip, item)
+        parameter = self.parameter(callee, slot, item)
         if parameter is None:
             return ()
         return self._parameter_effects(callee.module, callee.qualname, parameter, 0)
@@ -459,7 +469,12 @@ class Project:
         if "#" in qualname:  # an attribute of a class's objects: what its methods decide with it
             klass, _, attr = qualname.partition("#")
             info = module.index.classes.get(klass)
-            methods = sorted(info.methods.values()) if info is not None else []
+            spelled = f"self.{attr}"
+            methods = sorted(
+                m
+                for m in (info.methods.values() if info is not None else ())
+                if module.spells(module.index.functions[m], spelled)
+            )
             found = [e for m in methods for e in self._parameter_effects(module, m, f"self.{attr}", depth + 1)]
             return tuple(found[:MAX_EFFECTS])
         summary = self.summary(module, qualname)
@@ -473,7 +488,7 @@ class Project:
             if "#" in link.callee[1]:
                 inner: str | None = str(link.slot)
             else:
-                inner = self.summary(target, link.callee[1]).parameter(link.slot, link.skip, link.item)
+                inner = _parameter(target, link.callee[1], link.slot, link.skip, link.item)
             if inner is None:
                 continue
             step = (
@@ -490,6 +505,25 @@ class Project:
         for effect in out:
             unique.setdefault((effect.kind, effect.name, effect.polarity, effect.steps[-1]), effect)
         return tuple(list(unique.values())[:MAX_EFFECTS])
+
+
+def _parameter(module: ModuleFile, qualname: str, slot: int | str, skip: int, item: int | None) -> str | None:
+    """See :meth:`Project.parameter`."""
+    info = module.index.functions.get(qualname)
+    if info is None:
+        return None
+    args = info.node.args
+    if isinstance(slot, int):
+        names = info.positional[skip:]
+        name = names[slot] if 0 <= slot < len(names) else None
+    elif slot.startswith("self."):
+        name = slot
+    else:
+        known = slot in info.positional or any(a.arg == slot for a in args.kwonlyargs)
+        name = slot if known else None
+    if name is None or name in module.index.config.grad_names:
+        return None
+    return f"{name}[{item}]" if item is not None else name
 
 
 def _shown(path: str) -> str:
