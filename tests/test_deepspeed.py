@@ -94,7 +94,7 @@ def test_deepspeed_4784_is_reported_with_its_path_across_three_files(deepspeed_0
             446,
             "`forward` passed on as `forward` to `Init._convert_to_deepspeed_param.<locals>.all_gather_coalesced`",
         ),
-        ("partition_parameters.py", 1163, "`forward` passed on as `group` to `_dist_allgather_fn`"),
+        ("partition_parameters.py", 1163, "`forward` decides the value passed as `group` to `_dist_allgather_fn`"),
         ("partition_parameters.py", 93, "decides `group` here (the process group of a forward collective)"),
     ]
     assert hpz.applicability is None

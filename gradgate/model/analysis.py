@@ -305,7 +305,7 @@ class ModuleAnalysis:
         grad-mode argument with, as :attr:`ModuleIndex.fed_training` does in the module."""
         found: set[tuple[str, str, str]] = set()
         index = self.index
-        for qualname in index._functions_mentioning("training"):
+        for qualname in index._functions_mentioning(".training"):
             info = index.functions.get(qualname) if qualname else None
             if info is None:
                 continue

@@ -361,7 +361,7 @@ class ModuleIndex:
         if self._fed is not None:
             return self._fed
         found: dict[tuple[str, str], int] = {}
-        for qualname in self._functions_mentioning("training"):
+        for qualname in self._functions_mentioning(".training"):
             if not qualname:
                 continue
             info = self.functions[qualname]

@@ -494,7 +494,11 @@ class Project:
             step = (
                 link.place
                 if "#" in link.callee[1]
-                else replace(link.place, message=f"`{link.param}` passed on as `{inner}` to `{link.callee[1]}`")
+                else replace(
+                    link.place,
+                    message=f"`{link.param}` {'passed on as' if link.direct else 'decides the value passed as'} "
+                    f"`{inner}` to `{link.callee[1]}`",
+                )
             )
             for effect in self._parameter_effects(target, link.callee[1], inner, depth + 1):
                 polarity = compose(link.polarity, effect.polarity)

@@ -11,6 +11,7 @@ knows of files beyond the one path it is given.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 from .bdd import Manager
@@ -45,6 +46,8 @@ class Link:
     place: Place
     #: the item of a tuple argument the parameter went into, if that
     item: int | None = None
+    #: the argument is the parameter itself (else a value it decides: ``g1 if p else g2``)
+    direct: bool = True
 
 
 @dataclass(frozen=True)
@@ -129,9 +132,11 @@ def summarise(
                     shown = f"`{slot}`" if isinstance(slot, str) else f"argument {slot + 1}"
                     if item is not None:
                         shown = f"item {item + 1} of {shown}"
-                    message = f"`{name}` passed on as {shown} to `{callee[1]}`"
+                    direct = _is_name(_argument(site.node, slot, item), name)
+                    verb = "passed on as" if direct else "decides the value passed as"
+                    message = f"`{name}` {verb} {shown} to `{callee[1]}`"
                     step = place(site.node.lineno, site.node.col_offset, message)
-                    links.append(Link(name, polarity, callee, site.skip, slot, step, item))
+                    links.append(Link(name, polarity, callee, site.skip, slot, step, item, direct))
     for attr, value, node in result.self_stores:
         if owner is None:
             break
@@ -156,6 +161,22 @@ _KIND_WORDS = {
     "mode-switch": "a module's train/eval switch",
     "mode-selector": "a selector by train/eval mode",
 }
+
+
+def _argument(call: ast.Call, slot: int | str, item: int | None) -> ast.expr | None:
+    """The expression a call passes in ``slot`` (its tuple item), where it is written."""
+    found: ast.expr | None = None
+    if isinstance(slot, str):
+        found = next((k.value for k in call.keywords if k.arg == slot), None)
+    elif slot < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: slot + 1]):
+        found = call.args[slot]
+    if item is not None:
+        found = found.elts[item] if isinstance(found, ast.Tuple) and item < len(found.elts) else None
+    return found
+
+
+def _is_name(node: ast.expr | None, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
 
 
 class PlaceMaker:
