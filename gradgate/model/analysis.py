@@ -335,13 +335,18 @@ class ModuleAnalysis:
         bdd = self.bdd
         for function, result in self.results.items():
             for site in (*result.calls, *result.external_calls):
+                if site.node in result.hook_factories:
+                    continue  # what the call makes runs in the backward
                 slots: list[tuple[int | str, Value | None]] = [*enumerate(site.args), *site.keywords]
                 seeded = self.context.seeds.get(site.callee, {}) if site.external is None else {}
                 callee: Callee | None = None
                 for slot, value in slots:
-                    if value is None or value.fields is not None:
+                    if value is None:
                         continue
-                    parts = [(None, value)] if value.items is None else list(enumerate(value.items))
+                    parts: list[tuple[int | str | None, Value]] = (
+                        [(None, value)] if value.items is None and value.fields is None else []
+                    )
+                    parts += list(enumerate(value.items or ())) + list(value.fields or ())
                     for item, part in parts:
                         if part.items is not None or part.fields is not None or not bdd.depends_on_grad(part.bdd):
                             continue
@@ -355,7 +360,11 @@ class ModuleAnalysis:
                             continue
                         if site.external is None and (site.callee, parameter) in self.index.fed_training:
                             continue  # a selector by train/eval mode fed grad mode: GG004's finding
-                        shown = f"`{parameter}`" if item is None else f"item {item + 1} of `{parameter}`"
+                        shown = f"`{parameter}`"
+                        if isinstance(item, int):
+                            shown = f"item {item + 1} of {shown}"
+                        elif item is not None:
+                            shown = f"field `{item}` of {shown}"
                         message = f"grad mode passed as {shown} to `{callee.qualname}`"
                         enter = self.module.places(site.node.lineno, site.node.col_offset, message)
                         for effect in self.project.effects(callee, slot, item):
@@ -455,13 +464,16 @@ def _reference(func: ast.expr, info: FunctionInfo, aliases: dict[str, str], hint
     return FunctionRef(qualify(name, aliases), external=True)
 
 
-def _seeded(value: Value | None, item: int | None, bdd: Manager) -> bool:
-    """Is the parameter (its item) grad mode in the callee already, every caller of the
-    module agreeing (the finding is then in the callee)?"""
+def _seeded(value: Value | None, item: int | str | None, bdd: Manager) -> bool:
+    """Is the parameter (its item, its field) grad mode in the callee already, every
+    caller of the module agreeing (the finding is then in the callee)?"""
     if value is None:
         return False
     if item is None:
         return True
+    if isinstance(item, str):
+        found = value.field(item)
+        return found is not None and bdd.is_pure_grad(found.bdd)
     items = value.items or ()
     return item < len(items) and bdd.is_pure_grad(items[item].bdd)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .bdd import FALSE, TRUE, Manager
-from .index import FunctionInfo, ModuleIndex, dotted, qualify
+from .index import BACKWARD_HOOK_REGISTRARS, FunctionInfo, ModuleIndex, dotted, qualify
 from .types import TypeHints, self_attribute
 from .values import Environment, FunctionRef, Place, Step, Value
 
@@ -31,6 +31,10 @@ _MODE_KEYWORDS = re.compile(
     r"^((is_)?train(ing)?(_mode)?|dropout(_p|_prob|_rate)?|p_?dropout|attention_dropout|hidden_dropout|deterministic)$"
 )
 _SELECTION_KEYWORDS = re.compile(r"(^|_)(group|pg|process_group)$")
+#: callees that take a training flag to say it, not to compute with it (logging, containers)
+_NOT_KERNELS = re.compile(
+    r"^(print|debug|info|warning|warn|error|critical|exception|log|format|append|extend|insert|add|update|write)$"
+)
 _MODE_SWITCHES = {"train": True, "eval": False}
 #: autograd's own mode switches: their argument is grad mode by design
 _AUTOGRAD_SWITCHES = frozenset(
@@ -133,6 +137,13 @@ class FunctionResult:
     #: the module summaries the interpretation read (``("returns", qualname)``, ...):
     #: when none of them changes, another round would give the same result
     reads: set[tuple[str, object]] = field(default_factory=set)
+    #: calls whose result is registered as a backward hook (``x.register_hook(make(...))``):
+    #: what they make runs in the backward
+    hook_factories: set[ast.Call] = field(default_factory=set)
+    #: the functions the function returns (closures), with the ``return``
+    returned_functions: list[tuple[Value, ast.stmt]] = field(default_factory=list)
+    #: some path of the function runs a forward collective
+    communicates: bool = False
     #: flag names read in the forward (not only for ``ctx`` / ``save_for_backward``)
     forward_reads: set[str] = field(default_factory=set)
     backward_reads: set[str] = field(default_factory=set)
@@ -234,6 +245,7 @@ class Interpreter:
             for arg in self.info.params:
                 env.set(arg.arg, self._parameter(arg, seeds, supplied))
         self._block(body, env)
+        self.result.communicates = bool(self._comm)
         fast_paths = [(n.lineno, n.col_offset, o) for b, o, n in self._comm.values() if self.bdd.forced_off_by_grad(b)]
         for callee, (bdd, origins, node) in self._comm.items():
             if any(p[:2] < (node.lineno, node.col_offset) and p[2] & origins for p in fast_paths):
@@ -258,12 +270,15 @@ class Interpreter:
                     f"parameter `{name}` taken as grad mode (no caller in the module supplies it)",
                 ),
             )
-        return Value(self.bdd.param(self.qualname, name), ident=("param", self.qualname, name))
+        made = self.c.hints.annotated(arg.annotation, self.aliases) if self.c.project is not None else None
+        return Value(self.bdd.param(self.qualname, name), ident=("param", self.qualname, name), made_by=made)
 
-    def _parameter_item(self, value: Value, position: int) -> Value:
-        """Item ``position`` of a parameter (a tuple passed in): an atom of its own,
-        named ``args[2]``, so that a summary can say what each item decides."""
-        name = f"{_parameter_of(value)}[{position}]"
+    def _parameter_item(self, value: Value, position: int | str) -> Value:
+        """Item ``position`` of a parameter (a tuple passed in; a field for a string):
+        an atom of its own, named ``args[2]`` (``cfg.field``), so that a summary can say
+        what each item decides."""
+        base = _parameter_of(value)
+        name = f"{base}[{position}]" if isinstance(position, int) else f"{base}.{position}"
         return Value(self.bdd.param(self.qualname, name), ident=("param", self.qualname, name))
 
     # -- values -----------------------------------------------------------------------------
@@ -324,6 +339,8 @@ class Interpreter:
             if s.value is not None:
                 value = self._control(self.eval(s.value, env))
                 self.result.returns.append(value)
+                if value.function is not None:
+                    self.result.returned_functions.append((value, s))
                 name = self.info.node.name if self.info is not None else ""
                 if name and self.c.is_flag(name.lstrip("_")):  # `def _should_overlap(self): return ...`
                     self._record("flag", name, value, s, key=("flag-return", id(s)))
@@ -695,6 +712,12 @@ class Interpreter:
             return Value(TRUE, ident=("grad-function", 1 if qualified in self.c.grad_functions else -1))
         if self.c.project is not None and name in self.aliases:  # maybe a function of another module
             return replace(self._opaque(("global", name)), function=FunctionRef(qualified, external=True))
+        if self.c.summarising and ".<locals>." in self.qualname:
+            enclosing = self.index.functions.get(self.qualname.rsplit(".<locals>.", 1)[0])
+            if enclosing is not None and any(a.arg == name for a in enclosing.params):
+                # a closure's variable: the enclosing function's parameter, `^name` here
+                closed = f"^{name}"
+                return Value(self.bdd.param(self.qualname, closed), ident=("param", self.qualname, closed))
         if name in self.c.grad_names and (
             (self.info is not None and ".<locals>." in self.qualname) or name not in self.index.module_names
         ):
@@ -779,6 +802,11 @@ class Interpreter:
                 skip = 0 if self.index.functions[method].static else 1
                 return Value(TRUE, ident=("function", method), function=FunctionRef(method, skip=skip))
         key = ("attr", base.ident if base.ident is not None else ("v", base.bdd), attr)
+        if self.c.summarising and _parameter_of(base) is not None:  # `cfg.field` of a parameter `cfg`
+            field_value = self._parameter_item(base, attr)
+            if base.made_by is not None:
+                field_value = replace(field_value, function=FunctionRef(attr, external=True, receiver=base.made_by))
+            return field_value
         if base.function is not None and base.function.external and base.function.receiver is None:
             qualified = f"{base.function.qualname}.{attr}"  # `module.function`, `Class.method`
             return replace(self._opaque(key, base.origins), function=FunctionRef(qualified, external=True))
@@ -791,8 +819,21 @@ class Interpreter:
             if self.c.summarising:  # the object's state: what a summary says `self.attr` decides
                 name = f"self.{attr}"
                 value = Value(self.bdd.param(self.qualname, name), base.origins, ident=("param", self.qualname, name))
-            return replace(value, made_by=made) if made is not None else value
+            if made is not None:
+                return replace(value, made_by=made)
+            if self._inherits_elsewhere(self.owner):  # a method of a base in another module
+                return replace(
+                    value, function=FunctionRef(attr, external=True, receiver=self.c.hints.local(self.owner))
+                )
+            return value
         return self._opaque(key, base.origins)
+
+    def _inherits_elsewhere(self, klass: str | None, depth: int = 0) -> bool:
+        """Has ``klass`` a base (or a base's base) of another module?"""
+        info = self.index.classes.get(klass) if klass is not None else None
+        if info is None or depth > 8:
+            return False
+        return any(b not in self.index.classes or self._inherits_elsewhere(b, depth + 1) for b in info.bases)
 
     def _e_Subscript(self, node: ast.Subscript, env: Environment) -> Value:
         base = self.eval(node.value, env)
@@ -919,6 +960,8 @@ class Interpreter:
     # -- calls --------------------------------------------------------------------------------
     def _e_Call(self, node: ast.Call, env: Environment) -> Value:
         receiver: Value | None = None
+        if isinstance(node.func, ast.Attribute) and node.func.attr in BACKWARD_HOOK_REGISTRARS:
+            self.result.hook_factories.update(a for a in node.args if isinstance(a, ast.Call))
         if isinstance(node.func, ast.Attribute):
             callee = self._known_path(node.func, env)
             if callee is None:
@@ -937,8 +980,10 @@ class Interpreter:
         if builtin is not None:
             return builtin
         target = callee.function
+        if target is None and callee.made_by is not None and self.c.project is not None:
+            target = FunctionRef("__call__", external=True, receiver=callee.made_by)  # an object called
         elsewhere = self._resolved_elsewhere(node, target, args, keywords)
-        self._decisions_of_call(node, args, keywords, decided_inside=bool(elsewhere))
+        self._decisions_of_call(node, args, keywords, elsewhere)
         if any(self.bdd.is_pure_grad(v.bdd) for v in (*args, *(v for _, v in keywords))):
             before = (receiver,) if receiver is not None else ()
             self.result.grad_taking_calls.append((node, (*before, *args, *(v for _, v in keywords))))
@@ -959,6 +1004,12 @@ class Interpreter:
                 [*leading, *self._positional(node, args)],
                 [(k, v) for k, v in named if k],
             )
+        if target is not None and target.external and self.c.project is not None and self._matters(args, keywords):
+            fields = self.c.project.record_fields(target)
+            if fields is not None:  # a dataclass or NamedTuple of another module: its fields
+                passed = list(zip(fields, (*target.args, *args)))
+                passed += [(k, v) for k, v in (*target.keywords, *_expanded(keywords)) if k]
+                return Value(TRUE, origins, ident=("instance", id(node)), fields=tuple(passed), made_by=target.qualname)
         if target is not None and target.external:
             returned = self.c.project.returned_grad(target) if self.c.project is not None else None
             if returned is not None:
@@ -1026,8 +1077,8 @@ class Interpreter:
         for argument, value in zip(node.args, args[bound:]):
             starred = starred or isinstance(argument, ast.Starred)
             passed.append(None if starred else value)
-        named = tuple((k, v) for k, v in keywords if k)
-        double_star = any(k is None for k, _ in keywords)
+        named = tuple(_expanded(keywords))
+        double_star = any(k is None and v.fields is None for k, v in keywords)
         where = (callee.module.name, callee.qualname)
         site = CallSite(callee.qualname, callee.skip, tuple(passed), named, node, self.qualname, double_star, where)
         self.result.external_calls.append(site)
@@ -1116,6 +1167,9 @@ class Interpreter:
         name = func.id if isinstance(func, ast.Name) and func.id not in self.index.functions else None
         if name == "bool" and len(args) == 1 and not node.keywords:
             return args[0]
+        if name == "super" and not args and self.owner is not None and self.c.project is not None:
+            # `super().method(...)`: the method as the class's bases have it
+            return replace(self._opaque(("super", id(node))), made_by=f"{self.c.hints.local(self.owner)}{SUPER}")
         if (
             name == "getattr"
             and len(node.args) == 2
@@ -1161,15 +1215,20 @@ class Interpreter:
         node: ast.Call,
         args: list[Value],
         keywords: list[tuple[str | None, Value]],
-        decided_inside: bool = False,
+        elsewhere: list[Callee] | None = None,
     ) -> None:
-        """The decisions a call makes; ``decided_inside``: the project sees the function
-        it runs, whose summary says what its arguments decide."""
+        """The decisions a call makes. Where the function it runs can be seen (in the
+        module, or ``elsewhere``: what the project resolved it to), its body says whether
+        it communicates and what its arguments decide, not its name."""
         func = node.func
-        comm = self.index.is_comm_callee(func, self.aliases)
-        resolved = None if comm else self.index.resolve(func, self.owner, self.aliases)
-        if not comm and resolved is not None and self.index.communicates(resolved[0]):
-            comm = True
+        resolved = self.index.resolve(func, self.owner, self.aliases)
+        decided_inside = bool(elsewhere)
+        if resolved is not None:
+            comm = self.index.communicates(resolved[0])
+        elif elsewhere and self.c.project is not None:
+            comm = any(self.c.project.communicates(c) for c in elsewhere)
+        else:
+            comm = self.index.is_comm_callee(func, self.aliases)
         if comm:
             name = (
                 resolved[0]
@@ -1184,10 +1243,11 @@ class Interpreter:
                     self._record(kind, keyword, value, node, key=(kind, keyword, id(node)))
         if qualify(dotted(func) or "", self.aliases) in _AUTOGRAD_SWITCHES:
             return  # autograd's own mode, not a kernel's
+        seen = resolved is not None or decided_inside  # a function we see decides inside
         for keyword, value in _expanded(keywords):
-            if not comm and self.c.is_flag(keyword):
+            if not comm and self.c.is_flag(keyword):  # a flag set, whatever the callee (GG001's docs)
                 self._record("flag", keyword, value, node, key=("flag-keyword", keyword, id(node)))
-            elif _MODE_KEYWORDS.match(keyword) and resolved is None:  # a function we see decides inside
+            elif _MODE_KEYWORDS.match(keyword) and not seen:
                 self._record("mode", keyword, value, node, key=("mode", keyword, id(node)))
         known = _MODE_POSITIONS.get(qualify(dotted(func) or "", self.aliases))
         if (
@@ -1196,10 +1256,12 @@ class Interpreter:
             and not any(isinstance(a, ast.Starred) for a in node.args[: known + 1])
         ):
             self._record("mode", "training", args[known], node, key=("mode", known, id(node)))
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         for position, (argument, value) in enumerate(zip(node.args, args)):
             if (
                 known is None
-                and resolved is None
+                and not seen
+                and not _NOT_KERNELS.match(last)
                 and any(
                     _TRAINING_NAME.match(n.id if isinstance(n, ast.Name) else n.attr)
                     for n in ast.walk(argument)
@@ -1243,8 +1305,8 @@ class Interpreter:
             if resolved is not None and resolved[0] == qualname:
                 skip = resolved[1]
         all_args: list[Value | None] = [*target.args, *self._positional(node, args, condition)]
-        all_keywords = [(k, v) for k, v in (*target.keywords, *keywords) if k]
-        double_star = any(k is None for k, _ in keywords)
+        all_keywords = [*target.keywords, *_expanded(keywords)]
+        double_star = any(k is None and v.fields is None for k, v in keywords)
         fed = self.index.fed_training
         self._selector(
             node, self.index.functions.get(qualname), lambda name: (qualname, name) in fed, skip, all_args, all_keywords
@@ -1273,6 +1335,9 @@ class Interpreter:
             items = value.items
             if items is None and condition is not None:
                 items = next((v.items for c, v in value.alternatives or () if c == condition), None)
+            if items is None and self.c.summarising and _is_vararg(value, self.info):
+                # `helper(*args)` forwarding the function's own `*args`: item by item
+                items = tuple(self._parameter_item(value, i) for i in range(_FORWARDED_ITEMS))
             if items is None:
                 out.append(None)
                 break
@@ -1310,11 +1375,23 @@ class Interpreter:
             )
 
 
+#: ``receiver`` suffix of ``super()``: look the method up in the class's bases
+SUPER = "@super"
+#: items of a forwarded ``*args`` a summary follows
+_FORWARDED_ITEMS = 8
+
+
+def _is_vararg(value: Value, info: FunctionInfo | None) -> bool:
+    vararg = info.node.args.vararg if info is not None else None
+    return vararg is not None and _parameter_of(value) == vararg.arg
+
+
 def _parameter_of(value: Value) -> str | None:
     """The name of the parameter ``value`` is the atom of, else None."""
     ident = value.ident
-    if isinstance(ident, tuple) and len(ident) == 3 and ident[0] == "param" and "[" not in str(ident[2]):
-        return str(ident[2])
+    if isinstance(ident, tuple) and len(ident) == 3 and ident[0] == "param":
+        name = str(ident[2])
+        return name if name.isidentifier() else None
     return None
 
 

@@ -29,6 +29,8 @@ from .summary import EMPTY, Effect, FunctionSummary, PlaceMaker, compose, summar
 from .types import TypeHints
 from .values import FunctionRef
 
+SUPER = "@super"  # the same as :data:`gradgate.model.interpret.SUPER`
+
 #: how many calls deep a parameter's effects are followed, and how many are kept
 MAX_DEPTH = 12
 MAX_EFFECTS = 8
@@ -241,13 +243,15 @@ class Project:
             return None
         return None
 
-    def method(self, module: ModuleFile, klass: str, name: str, depth: int = 0) -> tuple[ModuleFile, str] | None:
+    def method(
+        self, module: ModuleFile, klass: str, name: str, depth: int = 0, bases_only: bool = False
+    ) -> tuple[ModuleFile, str] | None:
         """The method ``name`` of class ``klass`` of ``module``, through its bases in
-        any module of the project."""
+        any module of the project (``bases_only``: as ``super()`` finds it)."""
         info = module.index.classes.get(klass)
         if info is None or depth > 8:
             return None
-        if name in info.methods:
+        if name in info.methods and not bases_only:
             return module, info.methods[name]
         for base in info.bases:
             if base in module.index.classes:
@@ -280,10 +284,13 @@ class Project:
     def callee(self, ref: FunctionRef) -> Callee | None:
         """The function a call of ``ref`` (an external or receiver-bound reference) runs."""
         if ref.receiver is not None:
-            klass = self.instance_class(ref.receiver)
+            above = ref.receiver.endswith(SUPER)
+            klass = self.instance_class(ref.receiver.removesuffix(SUPER))
             if klass is None:
                 return None
-            found = self.method(klass[0], klass[1], ref.qualname)
+            found = self.method(klass[0], klass[1], ref.qualname, bases_only=above)
+            if found is None and ref.qualname == "__call__":  # an nn.Module called: its forward
+                found = self.method(klass[0], klass[1], "forward")
             if found is None:
                 return None
             return Callee(found[0], found[1], 0 if found[0].index.functions[found[1]].static else 1)
@@ -297,6 +304,19 @@ class Project:
             init = self.method(module, qualname, "__init__")
             return Callee(init[0], init[1], 1) if init is not None else None
         return None
+
+    def record_fields(self, ref: FunctionRef) -> list[str] | None:
+        """The declared fields of the class ``ref`` names, when it has no ``__init__`` of
+        its own (a dataclass, a NamedTuple): what a call of it fills, in order."""
+        if ref.receiver is not None:
+            return None
+        resolved = self.resolve(ref.qualname)
+        if resolved is None or resolved[1] != "class":
+            return None
+        module, _kind, klass = resolved
+        if self.method(module, klass, "__init__") is not None:
+            return None
+        return module.index.classes[klass].fields
 
     def attached(self, attr: str) -> list[Callee]:
         """The functions the project attaches to objects as ``obj.attr = function``
@@ -374,6 +394,10 @@ class Project:
         self._returned[key] = found
         return found
 
+    def communicates(self, callee: Callee) -> bool:
+        """Does the function a call runs communicate in the forward (its body says)?"""
+        return self.summary(callee.module, callee.qualname).communicates
+
     def note_returns(self, names: Iterable[str]) -> None:
         """Names of functions an analysis (here or in a worker) found to return grad mode."""
         self._returning.update(names)
@@ -412,20 +436,21 @@ class Project:
                     module.places,
                     module.name,
                     info.owner,
+                    qualname,
                 )
                 if info.backward:  # what it returns only: it decides nothing in the forward
                     summary = replace(EMPTY, returns_grad=summary.returns_grad)
         self._summaries[key] = summary
         return summary
 
-    def parameter(self, callee: Callee, slot: int | str, item: int | None = None) -> str | None:
+    def parameter(self, callee: Callee, slot: int | str, item: int | str | None = None) -> str | None:
         """The parameter of ``callee`` that a call's argument ``slot`` (its item) binds,
         read from the ``def`` (no interpretation); None where there is none, or where the
         parameter is named as grad mode (the callee takes it as grad mode: its findings
         are its own)."""
         return _parameter(callee.module, callee.qualname, slot, callee.skip, item)
 
-    def effects(self, callee: Callee, slot: int | str, item: int | None = None) -> tuple[Effect, ...]:
+    def effects(self, callee: Callee, slot: int | str, item: int | str | None = None) -> tuple[Effect, ...]:
         """The decisions the argument ``slot`` (its item ``item``) of a call of
         ``callee`` takes part in, in the callee or further down, each with the steps it
         takes there."""
@@ -511,7 +536,7 @@ class Project:
         return tuple(list(unique.values())[:MAX_EFFECTS])
 
 
-def _parameter(module: ModuleFile, qualname: str, slot: int | str, skip: int, item: int | None) -> str | None:
+def _parameter(module: ModuleFile, qualname: str, slot: int | str, skip: int, item: int | str | None) -> str | None:
     """See :meth:`Project.parameter`."""
     info = module.index.functions.get(qualname)
     if info is None:
@@ -520,14 +545,20 @@ def _parameter(module: ModuleFile, qualname: str, slot: int | str, skip: int, it
     if isinstance(slot, int):
         names = info.positional[skip:]
         name = names[slot] if 0 <= slot < len(names) else None
-    elif slot.startswith("self."):
+        if name is None and args.vararg is not None and slot >= len(names):  # into `*args`
+            if item is not None:
+                return None
+            name, item = args.vararg.arg, slot - len(names)
+    elif slot.startswith(("self.", "^")):  # the object's attribute; a closure's variable
         name = slot
     else:
         known = slot in info.positional or any(a.arg == slot for a in args.kwonlyargs)
         name = slot if known else None
     if name is None or name in module.index.config.grad_names:
         return None
-    return f"{name}[{item}]" if item is not None else name
+    if item is None:
+        return name
+    return f"{name}[{item}]" if isinstance(item, int) else f"{name}.{item}"
 
 
 def _shown(path: str) -> str:

@@ -44,8 +44,8 @@ class Link:
     skip: int
     slot: int | str
     place: Place
-    #: the item of a tuple argument the parameter went into, if that
-    item: int | None = None
+    #: the item of a tuple argument (the field of an object) the parameter went into
+    item: int | str | None = None
     #: the argument is the parameter itself (else a value it decides: ``g1 if p else g2``)
     direct: bool = True
 
@@ -58,6 +58,8 @@ class FunctionSummary:
     links: tuple[Link, ...] = ()
     #: 1 when the function returns grad mode, -1 its negation, None otherwise
     returns_grad: int | None = None
+    #: the function communicates in the forward (some path of it runs a collective)
+    communicates: bool = False
 
     def parameter(self, slot: int | str, skip: int, item: int | None = None) -> str | None:
         """The parameter a call's argument ``slot`` binds (``args[2]`` for an item of
@@ -98,6 +100,7 @@ def summarise(
     place: PlaceMaker,
     module: str,
     owner: str | None = None,
+    function: str = "",
 ) -> FunctionSummary:
     """The summary of one interpreted function: ``place(line, column, message)`` makes
     the shown steps (the column as ast gives it)."""
@@ -122,7 +125,10 @@ def summarise(
         for slot, value in slots:
             if value is None:
                 break
-            parts = [(None, value)] if value.items is None else list(enumerate(value.items))
+            parts: list[tuple[int | str | None, Value]] = (
+                [(None, value)] if value.items is None else list(enumerate(value.items))
+            )
+            parts += list(value.fields or ())
             for item, part in parts:
                 for var in bdd.params_in(part.bdd):
                     polarity = polarity_of(bdd, var, part, False)
@@ -130,13 +136,25 @@ def summarise(
                         continue
                     name = bdd.param_vars[var][2]
                     shown = f"`{slot}`" if isinstance(slot, str) else f"argument {slot + 1}"
-                    if item is not None:
+                    if isinstance(item, int):
                         shown = f"item {item + 1} of {shown}"
+                    elif item is not None:
+                        shown = f"field `{item}` of {shown}"
                     direct = _is_name(_argument(site.node, slot, item), name)
                     verb = "passed on as" if direct else "decides the value passed as"
                     message = f"`{name}` {verb} {shown} to `{callee[1]}`"
                     step = place(site.node.lineno, site.node.col_offset, message)
                     links.append(Link(name, polarity, callee, site.skip, slot, step, item, direct))
+    # a nested function called here, or returned to be called later, sees the parameters
+    # as `^name` (its closure)
+    nested = [(site.callee, site.node) for site in result.calls]
+    nested += [(v.function.qualname, node) for v, node in result.returned_functions if v.function is not None]
+    for callee, node in dict(nested).items():
+        if callee.startswith(f"{function}.<locals>."):
+            for name in (*positional, *keyword_only):
+                message = f"`{name}` seen by the nested function `{callee.rsplit('.', 1)[-1]}`"
+                step = place(getattr(node, "lineno", 0), getattr(node, "col_offset", 0), message)
+                links.append(Link(name, 1, (module, callee), 0, f"^{name}", step))
     for attr, value, node in result.self_stores:
         if owner is None:
             break
@@ -149,7 +167,7 @@ def summarise(
             links.append(Link(name, polarity, (module, f"{owner}#{attr}"), 0, f"self.{attr}", step))
     returned = pure_grad_values(result.returns, bdd) if result.returns else None
     returns_grad = None if returned is None else (1 if bdd.polarity(returned.bdd) else -1)
-    return FunctionSummary(positional, keyword_only, tuple(effects), tuple(links), returns_grad)
+    return FunctionSummary(positional, keyword_only, tuple(effects), tuple(links), returns_grad, result.communicates)
 
 
 _KIND_WORDS = {
@@ -163,15 +181,17 @@ _KIND_WORDS = {
 }
 
 
-def _argument(call: ast.Call, slot: int | str, item: int | None) -> ast.expr | None:
+def _argument(call: ast.Call, slot: int | str, item: int | str | None) -> ast.expr | None:
     """The expression a call passes in ``slot`` (its tuple item), where it is written."""
     found: ast.expr | None = None
     if isinstance(slot, str):
         found = next((k.value for k in call.keywords if k.arg == slot), None)
     elif slot < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: slot + 1]):
         found = call.args[slot]
-    if item is not None:
+    if isinstance(item, int):
         found = found.elts[item] if isinstance(found, ast.Tuple) and item < len(found.elts) else None
+    elif item is not None:
+        found = None
     return found
 
 

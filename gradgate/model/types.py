@@ -43,6 +43,27 @@ class TypeHints:
         qualified = qualify(name, aliases)
         return qualified if qualified != name or head in aliases else None
 
+    def annotated(self, annotation: ast.expr | None, aliases: dict[str, str]) -> str | None:
+        """The class an annotation names (``Coordinator``, ``"Coordinator"``,
+        ``Optional[Coordinator]``, ``Coordinator | None``), fully qualified."""
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            try:
+                annotation = ast.parse(annotation.value, mode="eval").body
+            except SyntaxError:
+                return None
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            sides = [s for s in (annotation.left, annotation.right) if not _is_none(s)]
+            annotation = sides[0] if len(sides) == 1 else None
+        if isinstance(annotation, ast.Subscript) and (dotted(annotation.value) or "").endswith("Optional"):
+            annotation = annotation.slice
+        name = dotted(annotation) if annotation is not None else None
+        if name is None:
+            return None
+        head = name.split(".")[0]
+        if head in self.index.classes:
+            return self.local(name)
+        return qualify(name, aliases) if head in aliases else None
+
     def attribute(self, klass: str | None, attr: str, depth: int = 0) -> str | None:
         """What makes ``self.attr`` in the methods of ``klass`` (``attr[]``: its items)."""
         if klass is None or depth > 8:
@@ -76,11 +97,19 @@ class TypeHints:
                     key = self_attribute(target)
                     if key is None or isinstance(statement.value, _PLACEHOLDERS):
                         continue
-                    made = self.maker(statement.value, aliases) or _CONFLICT
+                    made = self.maker(statement.value, aliases) or self._parameter_type(method, statement.value)
+                    made = made or _CONFLICT
                     if found.get(key, made) != made:
                         made = _CONFLICT
                     found[key] = made
         return found
+
+    def _parameter_type(self, info: FunctionInfo, value: ast.expr) -> str | None:
+        """What the annotation of the parameter ``value`` names (``self.comm = comm``)."""
+        if not isinstance(value, ast.Name):
+            return None
+        arg = next((a for a in info.params if a.arg == value.id), None)
+        return self.annotated(arg.annotation, self.index.aliases_of(info)) if arg is not None else None
 
     def returned(self, info: FunctionInfo) -> str | None:
         """What makes every value the function returns (``None`` returns aside)."""
@@ -109,6 +138,10 @@ class TypeHints:
         result = makes.pop() if len(makes) == 1 else None
         self._returns[info.qualname] = result
         return result
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def self_attribute(node: ast.AST) -> str | None:
