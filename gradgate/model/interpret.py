@@ -821,7 +821,7 @@ class Interpreter:
                 value = Value(self.bdd.param(self.qualname, name), base.origins, ident=("param", self.qualname, name))
             if made is not None:
                 return replace(value, made_by=made)
-            if self._inherits_elsewhere(self.owner):  # a method of a base in another module
+            if self.owner is not None and self._inherits_elsewhere(self.owner):  # a base's, elsewhere
                 return replace(
                     value, function=FunctionRef(attr, external=True, receiver=self.c.hints.local(self.owner))
                 )

@@ -147,14 +147,14 @@ def summarise(
                     links.append(Link(name, polarity, callee, site.skip, slot, step, item, direct))
     # a nested function called here, or returned to be called later, sees the parameters
     # as `^name` (its closure)
-    nested = [(site.callee, site.node) for site in result.calls]
-    nested += [(v.function.qualname, node) for v, node in result.returned_functions if v.function is not None]
-    for callee, node in dict(nested).items():
-        if callee.startswith(f"{function}.<locals>."):
+    nested: list[tuple[str, ast.AST]] = [(site.callee, site.node) for site in result.calls]
+    nested += [(v.function.qualname, s) for v, s in result.returned_functions if v.function is not None]
+    for inner, node in dict(nested).items():
+        if inner.startswith(f"{function}.<locals>."):
             for name in (*positional, *keyword_only):
-                message = f"`{name}` seen by the nested function `{callee.rsplit('.', 1)[-1]}`"
+                message = f"`{name}` seen by the nested function `{inner.rsplit('.', 1)[-1]}`"
                 step = place(getattr(node, "lineno", 0), getattr(node, "col_offset", 0), message)
-                links.append(Link(name, 1, (module, callee), 0, f"^{name}", step))
+                links.append(Link(name, 1, (module, inner), 0, f"^{name}", step))
     for attr, value, node in result.self_stores:
         if owner is None:
             break
