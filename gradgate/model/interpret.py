@@ -1224,7 +1224,14 @@ class Interpreter:
         resolved = self.index.resolve(func, self.owner, self.aliases)
         decided_inside = bool(elsewhere)
         if resolved is not None:
-            comm = self.index.communicates(resolved[0])
+            # the body decides; a name like a collective's still counts where the body
+            # makes calls it cannot see into (hooks called from a dict), not where it only
+            # builds a closure
+            comm = self.index.communicates(resolved[0]) or (
+                self.index.is_comm_callee(func, self.aliases)
+                and resolved[0] in self.index.functions
+                and bool(self.index.calls_of(resolved[0]))
+            )
         elif elsewhere and self.c.project is not None:
             comm = any(self.c.project.communicates(c) for c in elsewhere)
         else:
