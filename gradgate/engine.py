@@ -455,9 +455,10 @@ class _Analysis:
 
 def _edit(old: str, new: str) -> Edit:
     """The one region where ``new`` differs from ``old``, as an :class:`Edit`."""
-    limit = min(len(old), len(new))
-    start = _common_prefix(old, new, limit)
-    end = _common_suffix(old, new, limit - start)
+    from .source import common_prefix, common_suffix
+
+    start = common_prefix(old, new)
+    end = common_suffix(old, new, min(len(old), len(new)) - start)
 
     starts = [0]
     for piece in split_lines(old):
@@ -472,32 +473,6 @@ def _edit(old: str, new: str) -> Edit:
     line, column = position(start)
     end_line, end_column = position(len(old) - end)
     return Edit(line, column, end_line, end_column, new[start : len(new) - end])
-
-
-def _common_prefix(a: str, b: str, limit: int) -> int:
-    """How many leading characters ``a`` and ``b`` share (at most ``limit``): a binary
-    search over slice comparisons, so a 100 kB file costs C-speed compares, not a
-    Python loop over each character."""
-    low, high = 0, limit  # a[:low] == b[:low]; the answer is <= high
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[low:middle] == b[low:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def _common_suffix(a: str, b: str, limit: int) -> int:
-    """How many trailing characters ``a`` and ``b`` share (at most ``limit``)."""
-    low, high = 0, limit
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[len(a) - middle : len(a) - low] == b[len(b) - middle : len(b) - low]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def _overlaps(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
@@ -638,6 +613,8 @@ def _fix(
         cst_lines += parsed
         expected = len(chosen)
         del analysis, chosen, outcome  # freed here (no cycle holds them); ``applied`` has the findings
+        if project is not None:
+            project.forget(path)  # the project's reference to this pass's tree too
         try:
             next_analysis = _Analysis(path, candidate, config, rules, whole=not prefilter, project=project)
         except LintError as exc:

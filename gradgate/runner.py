@@ -132,6 +132,17 @@ def collector_paused() -> Iterator[None]:
 Job = tuple[str, bytes, Config, bool, bool, bool, bool, tuple[str, ...], frozenset[bytes]]
 
 
+def _job(
+    path: str,
+    data: bytes,
+    config: Config,
+    options: RunOptions,
+    roots: tuple[str, ...],
+    also: frozenset[bytes] = frozenset(),
+) -> Job:
+    return (path, data, config, options.fix, options.prefilter, options.unsafe_fixes, options.edits, roots, also)
+
+
 def _analyse(job: Job) -> FileResult:
     path, data, config, fix, prefilter, unsafe_fixes, edits, paths, also = job
     project = _project(config, paths)
@@ -233,17 +244,7 @@ def _second_pass(
             if not may_hold_findings(source.data, config, also):
                 continue
             del held[index]
-            job: Job = (
-                item.path,
-                source.data,
-                config,
-                options.fix,
-                options.prefilter,
-                options.unsafe_fixes,
-                options.edits,
-                roots,
-                also,
-            )
+            job = _job(item.path, source.data, config, options, roots, also)
             result = _analyse(job)
             names.update(result.exports)
             if cache is not None:
@@ -326,17 +327,7 @@ def run(
             if cache is not None:
                 cache.put(*recorded.pop(index), now_ns, prefiltered)
             continue
-        job: Job = (
-            item.path,
-            data,
-            config,
-            options.fix,
-            options.prefilter,
-            options.unsafe_fixes,
-            options.edits,
-            roots,
-            frozenset(),
-        )
+        job = _job(item.path, data, config, options, roots)
         pending.append((index, job))
 
     done = total - len(pending) - len(held)

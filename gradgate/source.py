@@ -142,12 +142,15 @@ def write_atomic(path: str, expected: bytes, new: bytes) -> None:
 _BLOCK = 4096
 
 
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the longest common prefix of ``a`` and ``b``."""
+def common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of ``a`` and ``b`` (block by block, then a
+    binary search: C-speed slice compares, not a Python loop over each character)."""
     limit = min(len(a), len(b))
     start = 0
     while start < limit and a[start : start + _BLOCK] == b[start : start + _BLOCK]:
         start += _BLOCK
+    if start >= limit:  # one is a prefix of the other (or they are equal)
+        return limit
     low, high = start, min(limit, start + _BLOCK)
     while low < high:  # a[:low] == b[:low]; find the first difference in the block
         middle = (low + high + 1) // 2
@@ -158,7 +161,7 @@ def _common_prefix(a: str, b: str) -> int:
     return low
 
 
-def _common_suffix(a: str, b: str, limit: int) -> int:
+def common_suffix(a: str, b: str, limit: int) -> int:
     """Length of the longest common suffix of ``a`` and ``b``, at most ``limit``."""
     n = 0
     while n < limit:
@@ -234,8 +237,8 @@ def encode_fixed(original: bytes, original_text: str, fixed_text: str, encoding:
         return bom + fixed_text.encode("utf-8")
     if original_text == fixed_text:
         return original
-    prefix = _common_prefix(original_text, fixed_text)
-    suffix = _common_suffix(original_text, fixed_text, min(len(original_text), len(fixed_text)) - prefix)
+    prefix = common_prefix(original_text, fixed_text)
+    suffix = common_suffix(original_text, fixed_text, min(len(original_text), len(fixed_text)) - prefix)
     for whole_lines in (False, True):
         try:
             start, start_char = _byte_offset(original, original_text, prefix, name, whole_lines, False)

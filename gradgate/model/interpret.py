@@ -1067,7 +1067,10 @@ class Interpreter:
                 or any(held(v) for _, v in value.fields or ())
             )
 
-        return any(held(v) for v in (*args, *(v for _, v in keywords)))
+        # a keyword named as grad mode (`is_grad_enabled=...`): the callee takes its
+        # parameter as grad mode by that name, its findings are its own
+        named = (v for k, v in keywords if k is None or k not in self.c.grad_names)
+        return any(held(v) for v in (*args, *named))
 
     def _external_site(
         self, node: ast.Call, callee: Callee, args: list[Value], keywords: list[tuple[str | None, Value]], bound: int

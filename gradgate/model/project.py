@@ -13,6 +13,7 @@ invalidated when one of those files changes (:attr:`Project.parsed` counts the p
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import os
 import re
@@ -106,6 +107,8 @@ class Project:
         self._open: list[tuple[str, str, str]] = []
         self._returned: dict[tuple[str, str | None], tuple[int, Callee] | None] = {}
         self._returning: set[str] = set()
+        #: files whose bytes say no function of theirs returns grad mode
+        self._no_grad_return: set[str] = set()
         #: above 0: only modules whose bytes spell grad mode are read
         self._grad_only = 0
         self._cycled: set[tuple[str, str, str]] = set()
@@ -152,6 +155,17 @@ class Project:
         self._by_path[os.path.abspath(path)] = module
         return module
 
+    def forget(self, path: str) -> None:
+        """Drop the module read from ``path`` (a fix pass is done with its text): its tree
+        and what was worked out from it."""
+        module = self._by_path.pop(os.path.abspath(path), None)
+        if module is None:
+            return
+        if self._modules.get(module.name) is module:
+            del self._modules[module.name]
+        self._summaries = {k: v for k, v in self._summaries.items() if k[0] != module.name}
+        self._effects.clear()
+
     def tree_of(self, path: str, text: str) -> ast.Module | None:
         """The tree of ``path`` if the project parsed it already from this very text."""
         module = self._by_path.get(os.path.abspath(path))
@@ -167,9 +181,12 @@ class Project:
             return module
         path = self._find(name)
         module = None
+        if path is not None and self._grad_only and path in self._no_grad_return:
+            return None
         if path is not None:
             module = self._by_path.get(os.path.abspath(path)) or self._read(name, path)
         if module is None and self._grad_only and path is not None:
+            self._no_grad_return.add(path)
             return None  # not read for a grad-mode question; may be for another
         self._modules[name] = module
         if module is not None:
@@ -180,7 +197,7 @@ class Project:
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
-            if self._grad_only and not any(t in data for t in self.config.prefilter_tokens()):
+            if self._grad_only and not _may_return_grad(data, self.config.prefilter_tokens()):
                 return None
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
             text = data.decode(encoding)
@@ -374,8 +391,9 @@ class Project:
 
     def returned_grad(self, ref: FunctionRef) -> tuple[int, Callee] | None:
         """``(polarity, callee)`` when the function a call of ``ref`` runs returns grad
-        mode (1) or its negation (-1). Only modules whose bytes spell grad mode are
-        read for this question, and only functions whose lines do are interpreted."""
+        mode (1) or its negation (-1). Only modules whose bytes could return grad mode
+        (:func:`_may_return_grad`) are read for this question, and only functions whose
+        lines spell it are interpreted."""
         key = (ref.qualname, ref.receiver)
         if key in self._returned:
             return self._returned[key]
@@ -559,6 +577,30 @@ def _parameter(module: ModuleFile, qualname: str, slot: int | str, skip: int, it
     if item is None:
         return name
     return f"{name}[{item}]" if isinstance(item, int) else f"{name}.{item}"
+
+
+def _may_return_grad(data: bytes, tokens: tuple[bytes, ...]) -> bool:
+    """Could a function of this file return grad mode: a ``return`` of a grad-mode token,
+    or of a name (``self.name``) assigned from one? A look at the bytes, before parsing."""
+    if not any(t in data for t in tokens):
+        return False
+    direct, held = _return_patterns(tokens)
+    if direct.search(data):
+        return True
+    names = {m.group(1) for m in held.finditer(data)}
+    returned = {m.group(1) for m in _RETURNED_NAME.finditer(data)}
+    return bool(names & returned)
+
+
+_RETURNED_NAME = re.compile(rb"\breturn[ \t]+(?:self\.)?(\w+)[ \t]*(?:#[^\n]*)?$", re.M)
+
+
+@functools.cache
+def _return_patterns(tokens: tuple[bytes, ...]) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    spelled = b"|".join(re.escape(t) for t in tokens)
+    direct = re.compile(rb"\breturn\b[^\n]*(?:" + spelled + rb")")
+    held = re.compile(rb"^[ \t]*(?:self\.)?(\w+)[ \t]*(?::[^=\n]*)?=[^=\n][^\n]*(?:" + spelled + rb")", re.M)
+    return direct, held
 
 
 def _shown(path: str) -> str:
