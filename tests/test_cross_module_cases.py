@@ -5,7 +5,7 @@ Each directory under ``fixtures/xmod/`` is a small package tree checked as one r
 (``gradgate check --format json .`` from a copy of the directory). Every line ending in
 ``# GG001`` (any rule code) in any of its files must be reported with that code, and no
 other line: a finding belongs where grad mode enters the call that leads to the decision,
-never in the callee. ``pos_*`` / ``pos2_*`` cases hold markers, ``neg_*`` / ``neg2_*`` cases (correct uses) none.
+never in the callee. ``pos*_`` cases hold markers, ``neg*_`` cases (correct uses) none.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import pytest
 
 CASES_ROOT = Path(__file__).parent / "fixtures" / "xmod"
 CASES = sorted(p for p in CASES_ROOT.iterdir() if p.is_dir())
-#: case-name prefixes; the second batch of cases is named ``pos2_*`` / ``neg2_*``
-POSITIVE = ("pos_", "pos2_")
-NEGATIVE = ("neg_", "neg2_")
+#: case-name prefixes; the second and third batches are named ``pos2_*`` / ``neg2_*`` and ``pos3_*`` / ``neg3_*``
+POSITIVE = ("pos_", "pos2_", "pos3_")
+NEGATIVE = ("neg_", "neg2_", "neg3_")
 #: ``# GG001`` (optionally ``# GG001:COL message``) ending a line, as in fixtures/v2/check_*.py
 _MARKER = re.compile(r"#\s*(GG\d{3})(?::\d+(?:[ \t]+\S.*?)?)?\s*$")
 
@@ -59,8 +59,8 @@ def _findings(workdir: Path) -> tuple[int, set[tuple[str, int, str]]]:
 
 def test_cases_are_there():
     names = [case.name for case in CASES]
-    assert len([n for n in names if n.startswith(POSITIVE)]) >= 29
-    assert len([n for n in names if n.startswith(NEGATIVE)]) >= 22
+    assert len([n for n in names if n.startswith(POSITIVE)]) >= 40
+    assert len([n for n in names if n.startswith(NEGATIVE)]) >= 33
     for case in CASES:
         assert case.name.startswith(POSITIVE + NEGATIVE), case.name
         assert bool(_markers(case)) == case.name.startswith(POSITIVE), f"{case.name}: markers do not match its kind"
