@@ -18,12 +18,11 @@ from dataclasses import dataclass, replace
 
 from ..config import Config
 from .bdd import BudgetExceeded, Manager
-from .index import FunctionInfo, ModuleIndex, dotted, qualify
+from .index import FunctionInfo, ModuleIndex
 from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
 from .lines import LineIndex
-from .project import Callee, Project, module_name
-from .types import TypeHints
-from .values import FunctionRef, Step, Value
+from .project import Callee, Project, module_name, reference
+from .values import Step, Value
 
 MAX_ROUNDS = 6
 
@@ -66,6 +65,8 @@ class ModuleAnalysis:
         if source_lines is None:
             source_lines = (text or "").splitlines(keepends=True)
         self.module = self.project.register(path, tree, self.index, source_lines)
+        module = self.module
+        self.index.outside_communicates = lambda call, info: self.project.call_communicates(module, call, info)
         self.bdd = Manager()
         self.context = Context(self.index, self.bdd, self.project, self.module)
         self.results: dict[str | None, FunctionResult] = {}
@@ -313,7 +314,7 @@ class ModuleAnalysis:
             for call in index.calls_of(qualname):
                 if not _mentions_training(call) or index.resolve(call.func, info.owner, aliases) is not None:
                     continue
-                ref = _reference(call.func, info, aliases, self.context.hints)
+                ref = reference(call.func, info, aliases, self.context.hints)
                 callee = self.project.callee(ref) if ref is not None else None
                 target = callee.module.index.functions.get(callee.qualname) if callee is not None else None
                 if callee is None or target is None:
@@ -444,24 +445,6 @@ def _mentions_training(call: ast.Call) -> bool:
     return any(
         isinstance(a, ast.Attribute) and a.attr == "training" for a in (*call.args, *(k.value for k in call.keywords))
     )
-
-
-def _reference(func: ast.expr, info: FunctionInfo, aliases: dict[str, str], hints: TypeHints) -> FunctionRef | None:
-    """What a call of ``func`` names in another module, read from its shape alone: an
-    imported name (``helper``, ``module.helper``) or a method of an attribute of known
-    make (``self.coordinators.get``)."""
-    if (
-        isinstance(func, ast.Attribute)
-        and isinstance(func.value, ast.Attribute)
-        and isinstance(func.value.value, ast.Name)
-        and func.value.value.id == "self"
-    ):
-        made = hints.attribute(info.owner, func.value.attr)
-        return FunctionRef(func.attr, external=True, receiver=made) if made is not None else None
-    name = dotted(func)
-    if name is None or name.split(".")[0] not in aliases:
-        return None
-    return FunctionRef(qualify(name, aliases), external=True)
 
 
 def _seeded(value: Value | None, item: int | str | None, bdd: Manager) -> bool:

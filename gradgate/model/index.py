@@ -173,7 +173,10 @@ class ModuleIndex:
         self._calls: dict[str, list[ast.Call]] = {}
         self._lines = lines
         self._mark_backward()
-        self._communicates: dict[str, bool] = {}
+        self._communicates: dict[tuple[str, bool], bool] = {}
+        #: does a call the module cannot resolve run a function of another module that
+        #: communicates (set by the project; None: not known)
+        self.outside_communicates: Callable[[ast.Call, FunctionInfo], bool] | None = None
         self._fed: dict[tuple[str, str], int] | None = None
 
     # -- collecting -------------------------------------------------------------------
@@ -281,7 +284,7 @@ class ModuleIndex:
                             hooked.add(local if local in self.functions else argument.id)
         non_forward = self.config.non_forward_re
         for info in self.functions.values():
-            if info.qualname in hooked or non_forward.search(info.node.name):
+            if info.qualname in hooked or (non_forward.search(info.node.name) and not _stage_step(info)):
                 info.backward = True
 
     # -- resolving calls ------------------------------------------------------------------
@@ -386,13 +389,15 @@ class ModuleIndex:
         self._fed = found
         return found
 
-    def communicates(self, qualname: str, depth: int = 0) -> bool:
+    def communicates(self, qualname: str, depth: int = 0, outside: bool = False) -> bool:
         """Does a function of the module communicate in the forward, directly or through
-        other functions of the module? Worked out on demand, for the callees met."""
-        known = self._communicates.get(qualname)
+        other functions of the module (``outside``: or of other modules, through
+        :attr:`outside_communicates`)? Worked out on demand, for the callees met."""
+        key = (qualname, outside)
+        known = self._communicates.get(key)
         if known is not None:
             return known
-        self._communicates[qualname] = False  # a recursive call does not make it communicate
+        self._communicates[key] = False  # a recursive call does not make it communicate
         info = self.functions.get(qualname)
         result = False
         if info is not None and not info.backward and not self.config.backward_call_re.search(info.node.name):
@@ -402,11 +407,25 @@ class ModuleIndex:
                     result = True
                     break
                 resolved = self.resolve(call.func, info.owner, aliases)
-                if resolved is not None and depth < 32 and self.communicates(resolved[0], depth + 1):
+                if resolved is not None:
+                    if depth < 32 and self.communicates(resolved[0], depth + 1, outside):
+                        result = True
+                        break
+                elif outside and self.outside_communicates is not None and self.outside_communicates(call, info):
                     result = True
                     break
-        self._communicates[qualname] = result
+        self._communicates[key] = result
         return result
+
+
+def _stage_step(info: FunctionInfo) -> bool:
+    """``step(self, x)``: a pipeline stage's forward step, not an optimizer's or a
+    scheduler's ``step(closure=None)``: it takes an input without a default."""
+    if info.node.name != "step":
+        return False
+    args = info.node.args
+    positional = [*args.posonlyargs, *args.args][1 if info.owner else 0 :]
+    return len(positional) > len(args.defaults)
 
 
 def _mentions_training(call: ast.Call) -> bool:

@@ -140,6 +140,8 @@ class FunctionResult:
     #: calls whose result is registered as a backward hook (``x.register_hook(make(...))``):
     #: what they make runs in the backward
     hook_factories: set[ast.Call] = field(default_factory=set)
+    #: the path condition of each ``return`` with a value (what chooses what is returned)
+    return_conditions: list[int] = field(default_factory=list)
     #: the functions the function returns (closures), with the ``return``
     returned_functions: list[tuple[Value, ast.stmt]] = field(default_factory=list)
     #: some path of the function runs a forward collective
@@ -339,6 +341,7 @@ class Interpreter:
             if s.value is not None:
                 value = self._control(self.eval(s.value, env))
                 self.result.returns.append(value)
+                self.result.return_conditions.append(self.pc)
                 if value.function is not None:
                     self.result.returned_functions.append((value, s))
                 name = self.info.node.name if self.info is not None else ""
@@ -802,7 +805,8 @@ class Interpreter:
                 skip = 0 if self.index.functions[method].static else 1
                 return Value(TRUE, ident=("function", method), function=FunctionRef(method, skip=skip))
         key = ("attr", base.ident if base.ident is not None else ("v", base.bdd), attr)
-        if self.c.summarising and _parameter_of(base) is not None:  # `cfg.field` of a parameter `cfg`
+        on_object = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+        if self.c.summarising and not on_object and _parameter_of(base) is not None:  # `cfg.field` of a parameter
             field_value = self._parameter_item(base, attr)
             if base.made_by is not None:
                 field_value = replace(field_value, function=FunctionRef(attr, external=True, receiver=base.made_by))
@@ -1017,6 +1021,7 @@ class Interpreter:
                 said = f"`{source.qualname}()` of `{source.module.name}` returns grad mode"
                 return self._read(self._grad(polarity, node, Step(node.lineno, node.col_offset, said)), node)
             value = self._opaque(("call", id(node)), origins)
+            value = self._chosen_by_arguments(node, value, elsewhere, [*leading, *self._positional(node, args)], named)
             return replace(value, made_by=target.qualname) if target.receiver is None else value
         if target is not None:
             return self._call_module_function(node, target, args, keywords, origins)
@@ -1037,12 +1042,14 @@ class Interpreter:
         """The functions the project resolves a call to (a name of another module, a
         method of a value of known make, the functions attached to objects under the
         called attribute): asked only when an argument carries grad mode or a
-        parameter, what summaries are about."""
+        parameter, what summaries are about, or where the path to the call is gated
+        by one (does the callee communicate?)."""
         project = self.c.project
         if project is None:
             return []
         if target is not None and target.external:
-            if not self._matters([*target.args, *args], [*target.keywords, *keywords]):
+            gated = (self.bdd.carries if self.c.summarising else self.bdd.carries_grad)(self.pc)
+            if not gated and not self._matters([*target.args, *args], [*target.keywords, *keywords]):
                 return []
             found = project.callee(target)
             return [found] if found is not None else []
@@ -1054,6 +1061,30 @@ class Interpreter:
         ):  # a collective by its name, on an object of unknown class: what the project attaches
             return project.attached(node.func.attr)
         return []
+
+    def _chosen_by_arguments(
+        self,
+        node: ast.Call,
+        value: Value,
+        callees: list[Callee],
+        args: list[Value | None],
+        keywords: list[tuple[str | None, Value]],
+    ) -> Value:
+        """What a call returns where the function picks it by a parameter
+        (``get_group(with_cp=flag)``): the choice between two values by the argument."""
+        project = self.c.project
+        if project is None:
+            return value
+        for callee in callees:
+            chooses = project.summary(callee.module, callee.qualname).chooses_return
+            slots: list[tuple[int | str, Value | None]] = [*enumerate(args), *((k, v) for k, v in keywords if k)]
+            for slot, argument in slots:
+                if argument is None or not self._matters([argument], []):
+                    continue
+                if project.parameter(callee, slot) in chooses:
+                    picked = self.bdd.ite(argument.bdd, value.bdd, self.bdd.atom(("other-result", id(node))))
+                    return replace(value, bdd=picked, origins=value.origins | argument.origins)
+        return value
 
     def _matters(self, args: list[Value], keywords: list[tuple[str | None, Value]]) -> bool:
         """Does an argument carry grad mode, or in a summary a parameter (what the
@@ -1229,8 +1260,10 @@ class Interpreter:
         if resolved is not None:
             # the body decides; a name like a collective's still counts where the body
             # makes calls it cannot see into (hooks called from a dict), not where it only
-            # builds a closure
-            comm = self.index.communicates(resolved[0]) or (
+            # builds a closure. Where the path is gated, its calls into other modules
+            # are followed too
+            gated = (self.bdd.carries if self.c.summarising else self.bdd.carries_grad)(self.pc)
+            comm = self.index.communicates(resolved[0], outside=gated) or (
                 self.index.is_comm_callee(func, self.aliases)
                 and resolved[0] in self.index.functions
                 and bool(self.index.calls_of(resolved[0]))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 from ..config import Config
 from .bdd import BudgetExceeded, Manager
-from .index import FunctionInfo, ModuleIndex, own_statements
+from .index import FunctionInfo, ModuleIndex, dotted, own_statements, qualify
 from .lines import LineIndex
 from .summary import EMPTY, Effect, FunctionSummary, PlaceMaker, compose, summarise
 from .types import TypeHints
@@ -147,7 +147,7 @@ class Project:
         known = self._modules.get(name)
         if known is not None and known.places.lines == lines:
             return known  # read already for another file's question: what was found holds
-        module = ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(path, lines))
+        module = self._wire(ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(path, lines)))
         if name in self._modules:  # another version of the text (a fix pass): forget the old
             self._summaries = {k: v for k, v in self._summaries.items() if k[0] != name}
             self._effects.clear()
@@ -209,7 +209,7 @@ class Project:
         words = LineIndex(text)
         index = ModuleIndex(tree, self.config, lambda word: words.lines_with({word}), package)
         lines = text.splitlines(keepends=True)
-        module = ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(_shown(path), lines))
+        module = self._wire(ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(_shown(path), lines)))
         self._by_path[os.path.abspath(path)] = module
         return module
 
@@ -416,6 +416,17 @@ class Project:
         """Does the function a call runs communicate in the forward (its body says)?"""
         return self.summary(callee.module, callee.qualname).communicates
 
+    def call_communicates(self, module: ModuleFile, call: ast.Call, info: FunctionInfo) -> bool:
+        """Does a call in ``info`` of ``module``, unresolved in the module, run a function
+        of another module that communicates? (:attr:`ModuleIndex.outside_communicates`)"""
+        ref = reference(call.func, info, module.index.aliases_of(info), module.hints)
+        callee = self.callee(ref) if ref is not None else None
+        return callee is not None and self.communicates(callee)
+
+    def _wire(self, module: ModuleFile) -> ModuleFile:
+        module.index.outside_communicates = lambda call, info: self.call_communicates(module, call, info)
+        return module
+
     def note_returns(self, names: Iterable[str]) -> None:
         """Names of functions an analysis (here or in a worker) found to return grad mode."""
         self._returning.update(names)
@@ -577,6 +588,24 @@ def _parameter(module: ModuleFile, qualname: str, slot: int | str, skip: int, it
     if item is None:
         return name
     return f"{name}[{item}]" if isinstance(item, int) else f"{name}.{item}"
+
+
+def reference(func: ast.expr, info: FunctionInfo, aliases: dict[str, str], hints: TypeHints) -> FunctionRef | None:
+    """What a call of ``func`` names in another module, read from its shape alone: an
+    imported name (``helper``, ``module.helper``) or a method of an attribute of known
+    make (``self.coordinators.get``)."""
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Attribute)
+        and isinstance(func.value.value, ast.Name)
+        and func.value.value.id == "self"
+    ):
+        made = hints.attribute(info.owner, func.value.attr)
+        return FunctionRef(func.attr, external=True, receiver=made) if made is not None else None
+    name = dotted(func)
+    if name is None or name.split(".")[0] not in aliases:
+        return None
+    return FunctionRef(qualify(name, aliases), external=True)
 
 
 def _may_return_grad(data: bytes, tokens: tuple[bytes, ...]) -> bool:

@@ -60,6 +60,8 @@ class FunctionSummary:
     returns_grad: int | None = None
     #: the function communicates in the forward (some path of it runs a collective)
     communicates: bool = False
+    #: parameters that choose what the function returns (by a branch or in the value)
+    chooses_return: frozenset[str] = frozenset()
 
     def parameter(self, slot: int | str, skip: int, item: int | None = None) -> str | None:
         """The parameter a call's argument ``slot`` binds (``args[2]`` for an item of
@@ -167,7 +169,14 @@ def summarise(
             links.append(Link(name, polarity, (module, f"{owner}#{attr}"), 0, f"self.{attr}", step))
     returned = pure_grad_values(result.returns, bdd) if result.returns else None
     returns_grad = None if returned is None else (1 if bdd.polarity(returned.bdd) else -1)
-    return FunctionSummary(positional, keyword_only, tuple(effects), tuple(links), returns_grad, result.communicates)
+    chooses = {
+        bdd.param_vars[v][2]
+        for b in (*result.return_conditions, *(r.bdd for r in result.returns))
+        for v in bdd.params_in(b)
+    }
+    return FunctionSummary(
+        positional, keyword_only, tuple(effects), tuple(links), returns_grad, result.communicates, frozenset(chooses)
+    )
 
 
 _KIND_WORDS = {

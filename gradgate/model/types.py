@@ -55,7 +55,9 @@ class TypeHints:
             sides = [s for s in (annotation.left, annotation.right) if not _is_none(s)]
             annotation = sides[0] if len(sides) == 1 else None
         if isinstance(annotation, ast.Subscript) and (dotted(annotation.value) or "").endswith("Optional"):
-            annotation = annotation.slice
+            return self.annotated(annotation.slice, aliases)
+        if isinstance(annotation, ast.Constant):  # `Optional["Handle"]`
+            return self.annotated(annotation, aliases) if isinstance(annotation.value, str) else None
         name = dotted(annotation) if annotation is not None else None
         if name is None:
             return None
@@ -95,6 +97,12 @@ class TypeHints:
                 targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
                 for target in targets:
                     key = self_attribute(target)
+                    declared = (
+                        self.annotated(statement.annotation, aliases) if isinstance(statement, ast.AnnAssign) else None
+                    )
+                    if key is not None and declared is not None:  # `self.x: Optional[Handle] = None`
+                        found[key] = declared if found.get(key, declared) == declared else _CONFLICT
+                        continue
                     if key is None or isinstance(statement.value, _PLACEHOLDERS):
                         continue
                     made = self.maker(statement.value, aliases) or self._parameter_type(method, statement.value)
@@ -117,6 +125,10 @@ class TypeHints:
             return self._returns[info.qualname]
         self._returns[info.qualname] = None  # a recursive function returns nothing known
         aliases = self.index.aliases_of(info)
+        declared = self.annotated(info.node.returns, aliases)
+        if declared is not None:  # `-> Coordinator`
+            self._returns[info.qualname] = declared
+            return declared
         bound: dict[str, str | None] = {}
         makes: set[str | None] = set()
         for statement in own_statements(info.node.body):
