@@ -75,6 +75,7 @@ class ModuleAnalysis:
         self.dependencies: frozenset[str] = frozenset()
         with self.project.recording() as touched:
             self.context.external_fed = self._external_fed()
+            self.context.external_fed_names = {q.rsplit(".", 1)[-1] for _m, q, _p in self.context.external_fed}
             self._run()
             self._add_call_decisions()
         #: names of the module's functions that return grad mode

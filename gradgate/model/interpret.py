@@ -170,6 +170,7 @@ class Context:
         #: (module, function, parameter) of other modules' functions that a call of this
         #: module passes a module's train/eval mode (``x.training``): selectors by mode
         self.external_fed: set[tuple[str, str, str]] = set()
+        self.external_fed_names: set[str] = set()
         self.hints = module.hints if module is not None else TypeHints(index, "")
         config = index.config
         self.grad_functions = frozenset(config.grad_functions)
@@ -1048,8 +1049,9 @@ class Interpreter:
         if project is None:
             return []
         if target is not None and target.external:
-            gated = (self.bdd.carries if self.c.summarising else self.bdd.carries_grad)(self.pc)
-            if not gated and not self._matters([*target.args, *args], [*target.keywords, *keywords]):
+            if not self._matters([*target.args, *args], [*target.keywords, *keywords]) and not self._gated_question(
+                target
+            ):
                 return []
             found = project.callee(target)
             return [found] if found is not None else []
@@ -1075,16 +1077,31 @@ class Interpreter:
         project = self.c.project
         if project is None:
             return value
+        slots: list[tuple[int | str, Value | None]] = [*enumerate(args), *((k, v) for k, v in keywords if k)]
         for callee in callees:
-            chooses = project.summary(callee.module, callee.qualname).chooses_return
-            slots: list[tuple[int | str, Value | None]] = [*enumerate(args), *((k, v) for k, v in keywords if k)]
             for slot, argument in slots:
-                if argument is None or not self._matters([argument], []):
+                if argument is None or not self.bdd.carries_grad(argument.bdd):
                     continue
-                if project.parameter(callee, slot) in chooses:
+                parameter = project.parameter(callee, slot)
+                if (
+                    parameter is not None
+                    and parameter in project.summary(callee.module, callee.qualname).chooses_return
+                ):
                     picked = self.bdd.ite(argument.bdd, value.bdd, self.bdd.atom(("other-result", id(node))))
                     return replace(value, bdd=picked, origins=value.origins | argument.origins)
         return value
+
+    def _gated_question(self, target: FunctionRef) -> bool:
+        """Is a call with no argument that matters still worth resolving, because the path
+        to it is gated (does what it runs communicate?): in a summary always; in a
+        module's analysis for a method of an object of known class, or a selector that
+        a call of the module feeds ``module.training`` (GG004), as the cost of asking
+        every call under a grad-mode branch would be the whole project's."""
+        if not (self.bdd.carries if self.c.summarising else self.bdd.carries_grad)(self.pc):
+            return False
+        if self.c.summarising or target.receiver is not None:
+            return True
+        return target.qualname.rsplit(".", 1)[-1] in self.c.external_fed_names
 
     def _matters(self, args: list[Value], keywords: list[tuple[str | None, Value]]) -> bool:
         """Does an argument carry grad mode, or in a summary a parameter (what the
@@ -1257,19 +1274,20 @@ class Interpreter:
         func = node.func
         resolved = self.index.resolve(func, self.owner, self.aliases)
         decided_inside = bool(elsewhere)
+        # whether the call runs matters only where its path is gated: there the calls
+        # of a visible callee into other modules are followed too
+        gated = (self.bdd.carries if self.c.summarising else self.bdd.carries_grad)(self.pc)
         if resolved is not None:
             # the body decides; a name like a collective's still counts where the body
             # makes calls it cannot see into (hooks called from a dict), not where it only
-            # builds a closure. Where the path is gated, its calls into other modules
-            # are followed too
-            gated = (self.bdd.carries if self.c.summarising else self.bdd.carries_grad)(self.pc)
-            comm = self.index.communicates(resolved[0], outside=gated) or (
+            # builds a closure
+            comm = self.index.communicates(resolved[0], outside=gated and self.c.summarising) or (
                 self.index.is_comm_callee(func, self.aliases)
                 and resolved[0] in self.index.functions
                 and bool(self.index.calls_of(resolved[0]))
             )
         elif elsewhere and self.c.project is not None:
-            comm = any(self.c.project.communicates(c) for c in elsewhere)
+            comm = (gated or self.c.summarising) and any(self.c.project.communicates(c) for c in elsewhere)
         else:
             comm = self.index.is_comm_callee(func, self.aliases)
         if comm:
