@@ -65,8 +65,6 @@ class ModuleAnalysis:
         if source_lines is None:
             source_lines = (text or "").splitlines(keepends=True)
         self.module = self.project.register(path, tree, self.index, source_lines)
-        module = self.module
-        self.index.outside_communicates = lambda call, info: self.project.call_communicates(module, call, info)
         self.bdd = Manager()
         self.context = Context(self.index, self.bdd, self.project, self.module)
         self.results: dict[str | None, FunctionResult] = {}

@@ -174,9 +174,6 @@ class ModuleIndex:
         self._lines = lines
         self._mark_backward()
         self._communicates: dict[tuple[str, bool], bool] = {}
-        #: does a call the module cannot resolve run a function of another module that
-        #: communicates (set by the project; None: not known)
-        self.outside_communicates: Callable[[ast.Call, FunctionInfo], bool] | None = None
         self._fed: dict[tuple[str, str], int] | None = None
 
     # -- collecting -------------------------------------------------------------------
@@ -389,11 +386,13 @@ class ModuleIndex:
         self._fed = found
         return found
 
-    def communicates(self, qualname: str, depth: int = 0, outside: bool = False) -> bool:
+    def communicates(
+        self, qualname: str, depth: int = 0, outside: Callable[[ast.Call, FunctionInfo], bool] | None = None
+    ) -> bool:
         """Does a function of the module communicate in the forward, directly or through
-        other functions of the module (``outside``: or of other modules, through
-        :attr:`outside_communicates`)? Worked out on demand, for the callees met."""
-        key = (qualname, outside)
+        other functions of the module (``outside(call, function)``: or of other modules,
+        for a call the module cannot resolve)? Worked out on demand, for the callees met."""
+        key = (qualname, outside is not None)
         known = self._communicates.get(key)
         if known is not None:
             return known
@@ -411,7 +410,7 @@ class ModuleIndex:
                     if depth < 32 and self.communicates(resolved[0], depth + 1, outside):
                         result = True
                         break
-                elif outside and self.outside_communicates is not None and self.outside_communicates(call, info):
+                elif outside is not None and outside(call, info):
                     result = True
                     break
         self._communicates[key] = result

@@ -171,6 +171,7 @@ class Context:
         #: module passes a module's train/eval mode (``x.training``): selectors by mode
         self.external_fed: set[tuple[str, str, str]] = set()
         self.external_fed_names: set[str] = set()
+        self.module = module
         self.hints = module.hints if module is not None else TypeHints(index, "")
         config = index.config
         self.grad_functions = frozenset(config.grad_functions)
@@ -1281,7 +1282,13 @@ class Interpreter:
             # the body decides; a name like a collective's still counts where the body
             # makes calls it cannot see into (hooks called from a dict), not where it only
             # builds a closure
-            comm = self.index.communicates(resolved[0], outside=gated and self.c.summarising) or (
+            project, module = self.c.project, self.c.module
+            outside = (
+                (lambda call, info: project.call_communicates(module, call, info))
+                if gated and self.c.summarising and project is not None and module is not None
+                else None
+            )
+            comm = self.index.communicates(resolved[0], outside=outside) or (
                 self.index.is_comm_callee(func, self.aliases)
                 and resolved[0] in self.index.functions
                 and bool(self.index.calls_of(resolved[0]))

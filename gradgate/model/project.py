@@ -147,7 +147,7 @@ class Project:
         known = self._modules.get(name)
         if known is not None and known.places.lines == lines:
             return known  # read already for another file's question: what was found holds
-        module = self._wire(ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(path, lines)))
+        module = ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(path, lines))
         if name in self._modules:  # another version of the text (a fix pass): forget the old
             self._summaries = {k: v for k, v in self._summaries.items() if k[0] != name}
             self._effects.clear()
@@ -209,7 +209,7 @@ class Project:
         words = LineIndex(text)
         index = ModuleIndex(tree, self.config, lambda word: words.lines_with({word}), package)
         lines = text.splitlines(keepends=True)
-        module = self._wire(ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(_shown(path), lines)))
+        module = ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(_shown(path), lines))
         self._by_path[os.path.abspath(path)] = module
         return module
 
@@ -418,14 +418,10 @@ class Project:
 
     def call_communicates(self, module: ModuleFile, call: ast.Call, info: FunctionInfo) -> bool:
         """Does a call in ``info`` of ``module``, unresolved in the module, run a function
-        of another module that communicates? (:attr:`ModuleIndex.outside_communicates`)"""
+        of another module that communicates? (what :meth:`ModuleIndex.communicates` asks of a call it cannot resolve)"""
         ref = reference(call.func, info, module.index.aliases_of(info), module.hints)
         callee = self.callee(ref) if ref is not None else None
         return callee is not None and self.communicates(callee)
-
-    def _wire(self, module: ModuleFile) -> ModuleFile:
-        module.index.outside_communicates = lambda call, info: self.call_communicates(module, call, info)
-        return module
 
     def note_returns(self, names: Iterable[str]) -> None:
         """Names of functions an analysis (here or in a worker) found to return grad mode."""
