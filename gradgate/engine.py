@@ -611,7 +611,7 @@ def _fix(
             break
         candidate, applied, parsed = outcome
         cst_lines += parsed
-        expected = len(chosen)
+        expected, total = len(chosen), len(analysis.found)
         del analysis, chosen, outcome  # freed here (no cycle holds them); ``applied`` has the findings
         if project is not None:
             project.forget(path)  # the project's reference to this pass's tree too
@@ -621,7 +621,9 @@ def _fix(
             raise _FixInvalid(f"a fix produced invalid code ({exc}); file left unchanged") from None
         if _odd_layout(candidate):
             _reparse_whole(candidate, current)
-        if len(next_analysis.fixable(unsafe_fixes)) >= expected:
+        # progress: fewer fixable findings, or fewer findings (a fix can make another
+        # finding's fix safe: the count of fixable ones then stays, the total falls)
+        if len(next_analysis.fixable(unsafe_fixes)) >= expected and len(next_analysis.found) >= total:
             raise _FixInvalid("a fix did not remove its finding; file left unchanged")
         current, analysis = candidate, next_analysis
         fixed_findings.extend(applied)

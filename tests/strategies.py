@@ -786,6 +786,11 @@ class Outcome:
         self.violations.append(f"{kind}: {detail}" if detail else kind)
 
 
+def _identity(f) -> tuple:
+    """A finding as it survives other statements' fixes: rule, message, line text."""
+    return f.rule, f.message.split(" (grad mode also decides")[0], f.source_line.strip()
+
+
 def _key(f) -> tuple:
     return (f.rule, f.line, f.column, f.end_line, f.end_column, f.message, f.applicability)
 
@@ -864,6 +869,13 @@ def _check_fix(
 ) -> None:
     tag = " (unsafe fixes)" if unsafe else ""
     fixable = [f for f in check.findings if f.fixable_with(unsafe)]
+    # a fix that an earlier pass's fix made safe (it removed the grad mode that made it
+    # unsafe) is applied in the same run, as ruff's fix loop does: it counts as reported
+    reported = {_identity(f): f for f in check.findings}
+    for done in fixed.fixed_findings:
+        earlier = reported.get(_identity(done))
+        if earlier is not None and earlier not in fixable:
+            fixable.append(earlier)
     if not fixable:
         if fixed.fixed is not None:
             outcome.add("unchanged-when-clean", "a file without fixable findings was rewritten" + tag)
