@@ -18,10 +18,11 @@ from dataclasses import dataclass, replace
 
 from ..config import Config
 from .bdd import BudgetExceeded, Manager
-from .index import FunctionInfo, ModuleIndex
+from .index import FunctionInfo, ModuleIndex, fed_training_parameters, mentions_training
 from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
 from .lines import LineIndex
 from .project import Callee, Project, module_name, reference
+from .summary import part_of
 from .values import Step, Value
 
 MAX_ROUNDS = 6
@@ -311,19 +312,15 @@ class ModuleAnalysis:
                 continue
             aliases = index.aliases_of(info)
             for call in index.calls_of(qualname):
-                if not _mentions_training(call) or index.resolve(call.func, info.owner, aliases) is not None:
+                if not mentions_training(call) or index.resolve(call.func, info.owner, aliases) is not None:
                     continue
                 ref = reference(call.func, info, aliases, self.context.hints)
                 callee = self.project.callee(ref) if ref is not None else None
                 target = callee.module.index.functions.get(callee.qualname) if callee is not None else None
                 if callee is None or target is None:
                     continue
-                names = target.positional[callee.skip :]
-                pairs = [(k.arg, k.value) for k in call.keywords if k.arg]
-                pairs += [(names[i], a) for i, a in enumerate(call.args) if i < len(names)]
-                for name, value in pairs:
-                    if isinstance(value, ast.Attribute) and value.attr == "training":
-                        found.add((callee.module.name, callee.qualname, name))
+                for name in fed_training_parameters(call, target, callee.skip):
+                    found.add((callee.module.name, callee.qualname, name))
         return found
 
     # -- decisions made in the functions called ---------------------------------------------
@@ -360,12 +357,7 @@ class ModuleAnalysis:
                             continue
                         if site.external is None and (site.callee, parameter) in self.index.fed_training:
                             continue  # a selector by train/eval mode fed grad mode: GG004's finding
-                        shown = f"`{parameter}`"
-                        if isinstance(item, int):
-                            shown = f"item {item + 1} of {shown}"
-                        elif item is not None:
-                            shown = f"field `{item}` of {shown}"
-                        message = f"grad mode passed as {shown} to `{callee.qualname}`"
+                        message = f"grad mode passed as {part_of(f'`{parameter}`', item)} to `{callee.qualname}`"
                         enter = self.module.places(site.node.lineno, site.node.col_offset, message)
                         for effect in self.project.effects(callee, slot, item):
                             decided = Decision(
@@ -438,12 +430,6 @@ class ModuleAnalysis:
             )
             entries.append(Entry(decision, origin, statement, proven, coupled, trail))
         return entries
-
-
-def _mentions_training(call: ast.Call) -> bool:
-    return any(
-        isinstance(a, ast.Attribute) and a.attr == "training" for a in (*call.args, *(k.value for k in call.keywords))
-    )
 
 
 def _seeded(value: Value | None, item: int | str | None, bdd: Manager) -> bool:

@@ -365,7 +365,7 @@ class ModuleIndex:
             if not qualname:
                 continue
             info = self.functions[qualname]
-            calls = [c for c in self.calls_of(qualname) if _mentions_training(c)]
+            calls = [c for c in self.calls_of(qualname) if mentions_training(c)]
             if not calls:
                 continue
             aliases = self.aliases_of(info)
@@ -377,12 +377,8 @@ class ModuleIndex:
                 target = self.functions.get(callee)
                 if target is None:
                     continue
-                names = target.positional[skip:]
-                pairs = [(k.arg, k.value) for k in call.keywords if k.arg]
-                pairs += [(names[i], a) for i, a in enumerate(call.args) if i < len(names)]
-                for name, value in pairs:
-                    if isinstance(value, ast.Attribute) and value.attr == "training":
-                        found.setdefault((callee, name), call.lineno)
+                for name in fed_training_parameters(call, target, skip):
+                    found.setdefault((callee, name), call.lineno)
         self._fed = found
         return found
 
@@ -427,10 +423,20 @@ def _stage_step(info: FunctionInfo) -> bool:
     return len(positional) > len(args.defaults)
 
 
-def _mentions_training(call: ast.Call) -> bool:
+def mentions_training(call: ast.Call) -> bool:
+    """Does the call pass a module's train/eval mode (``x.training``)?"""
     return any(
         isinstance(a, ast.Attribute) and a.attr == "training" for a in (*call.args, *(k.value for k in call.keywords))
     )
+
+
+def fed_training_parameters(call: ast.Call, target: FunctionInfo, skip: int) -> list[str]:
+    """The parameters of ``target`` (``skip`` leading ones not passed) that ``call``
+    passes ``x.training``: what makes ``target`` a selector by train/eval mode."""
+    names = target.positional[skip:]
+    pairs = [(k.arg, k.value) for k in call.keywords if k.arg]
+    pairs += [(names[i], a) for i, a in enumerate(call.args) if i < len(names)]
+    return [name for name, value in pairs if isinstance(value, ast.Attribute) and value.attr == "training"]
 
 
 def _parameters(args: ast.arguments) -> list[ast.arg]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from .bdd import FALSE, TRUE, Manager
 from .index import BACKWARD_HOOK_REGISTRARS, FunctionInfo, ModuleIndex, dotted, qualify
 from .types import TypeHints, self_attribute
-from .values import Environment, FunctionRef, Place, Step, Value
+from .values import SUPER, Environment, FunctionRef, Place, Step, Value
 
 if TYPE_CHECKING:
     from .project import Callee, ModuleFile, Project
@@ -1092,13 +1092,18 @@ class Interpreter:
                     return replace(value, bdd=picked, origins=value.origins | argument.origins)
         return value
 
+    def _carries(self, a: int) -> bool:
+        """Does ``a`` depend on what the interpretation is about: grad mode, and in a
+        summary the parameters too?"""
+        return self.bdd.carries(a) if self.c.summarising else self.bdd.carries_grad(a)
+
     def _gated_question(self, target: FunctionRef) -> bool:
         """Is a call with no argument that matters still worth resolving, because the path
         to it is gated (does what it runs communicate?): in a summary always; in a
         module's analysis for a method of an object of known class, or a selector that
         a call of the module feeds ``module.training`` (GG004), as the cost of asking
         every call under a grad-mode branch would be the whole project's."""
-        if not (self.bdd.carries if self.c.summarising else self.bdd.carries_grad)(self.pc):
+        if not self._carries(self.pc):
             return False
         if self.c.summarising or target.receiver is not None:
             return True
@@ -1107,7 +1112,7 @@ class Interpreter:
     def _matters(self, args: list[Value], keywords: list[tuple[str | None, Value]]) -> bool:
         """Does an argument carry grad mode, or in a summary a parameter (what the
         summary is about)?"""
-        carries = self.bdd.carries if self.c.summarising else self.bdd.carries_grad
+        carries = self._carries
 
         def held(value: Value) -> bool:
             return (
@@ -1277,7 +1282,7 @@ class Interpreter:
         decided_inside = bool(elsewhere)
         # whether the call runs matters only where its path is gated: there the calls
         # of a visible callee into other modules are followed too
-        gated = (self.bdd.carries if self.c.summarising else self.bdd.carries_grad)(self.pc)
+        gated = self._carries(self.pc)
         if resolved is not None:
             # the body decides; a name like a collective's still counts where the body
             # makes calls it cannot see into (hooks called from a dict), not where it only
@@ -1443,8 +1448,6 @@ class Interpreter:
             )
 
 
-#: ``receiver`` suffix of ``super()``: look the method up in the class's bases
-SUPER = "@super"
 #: items of a forwarded ``*args`` a summary follows
 _FORWARDED_ITEMS = 8
 

@@ -28,9 +28,7 @@ from .index import FunctionInfo, ModuleIndex, dotted, own_statements, qualify
 from .lines import LineIndex
 from .summary import EMPTY, Effect, FunctionSummary, PlaceMaker, compose, summarise
 from .types import TypeHints
-from .values import FunctionRef
-
-SUPER = "@super"  # the same as :data:`gradgate.model.interpret.SUPER`
+from .values import SUPER, FunctionRef
 
 #: how many calls deep a parameter's effects are followed, and how many are kept
 MAX_DEPTH = 12
@@ -94,7 +92,8 @@ class Project:
         self.config = config
         self.roots: list[str] = []
         self._packages: list[str] = []
-        for path in paths:
+        # in a package, the root and top package depend on the folder only: one walk a folder
+        for path in {_root_key(p): p for p in paths}.values():
             self.add_root(path)
         self._found: dict[str, str | None] = {}
         self._modules: dict[str, ModuleFile | None] = {}
@@ -143,7 +142,7 @@ class Project:
 
     def register(self, path: str, tree: ast.Module, index: ModuleIndex, lines: list[str]) -> ModuleFile:
         """The module being analysed, parsed already (not read again)."""
-        name = index_name(index, path)
+        name = index_name(path)
         known = self._modules.get(name)
         if known is not None and known.places.lines == lines:
             return known  # read already for another file's question: what was found holds
@@ -561,6 +560,13 @@ class Project:
         return tuple(list(unique.values())[:MAX_EFFECTS])
 
 
+def _root_key(path: str) -> str:
+    """What :meth:`Project.add_root` learns from ``path`` depends on: its folder, for a
+    file of a package; the file itself otherwise."""
+    folder = os.path.dirname(os.path.abspath(path))
+    return folder if os.path.isfile(os.path.join(folder, "__init__.py")) else os.path.abspath(path)
+
+
 def _parameter(module: ModuleFile, qualname: str, slot: int | str, skip: int, item: int | str | None) -> str | None:
     """See :meth:`Project.parameter`."""
     info = module.index.functions.get(qualname)
@@ -634,7 +640,7 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def index_name(index: ModuleIndex, path: str) -> str:
+def index_name(path: str) -> str:
     """The module name under which a registered module is known."""
     name, _package, _root = module_name(path) if path and not path.startswith("<") else ("", "", "")
     return name or "<module>"

@@ -84,14 +84,11 @@ def compose(outer: int, inner: int) -> int:
     return 0 if outer == 0 or inner == 0 else outer * inner
 
 
-def polarity_of(bdd: Manager, var: int, value: Value | None, any_way: bool) -> int | None:
+def polarity_of(bdd: Manager, var: int, value: Value | None) -> int | None:
     """How ``value`` depends on the parameter variable ``var`` (see :class:`Effect`)."""
     if value is None or value.items is not None or value.fields is not None:
         return None
-    found = bdd.monotone(value.bdd, var)
-    if found is None:
-        return None
-    return 0 if any_way else found
+    return bdd.monotone(value.bdd, var)
 
 
 def summarise(
@@ -133,15 +130,11 @@ def summarise(
             parts += list(value.fields or ())
             for item, part in parts:
                 for var in bdd.params_in(part.bdd):
-                    polarity = polarity_of(bdd, var, part, False)
+                    polarity = polarity_of(bdd, var, part)
                     if polarity is None:
                         continue
                     name = bdd.param_vars[var][2]
-                    shown = f"`{slot}`" if isinstance(slot, str) else f"argument {slot + 1}"
-                    if isinstance(item, int):
-                        shown = f"item {item + 1} of {shown}"
-                    elif item is not None:
-                        shown = f"field `{item}` of {shown}"
+                    shown = part_of(f"`{slot}`" if isinstance(slot, str) else f"argument {slot + 1}", item)
                     direct = _is_name(_argument(site.node, slot, item), name)
                     verb = "passed on as" if direct else "decides the value passed as"
                     message = f"`{name}` {verb} {shown} to `{callee[1]}`"
@@ -161,7 +154,7 @@ def summarise(
         if owner is None:
             break
         for var in bdd.params_in(value.bdd):  # `self.attr = param`: what the class's methods do with it
-            polarity = polarity_of(bdd, var, value, False)
+            polarity = polarity_of(bdd, var, value)
             if polarity is None:
                 continue
             name = bdd.param_vars[var][2]
@@ -188,6 +181,13 @@ _KIND_WORDS = {
     "mode-switch": "a module's train/eval switch",
     "mode-selector": "a selector by train/eval mode",
 }
+
+
+def part_of(argument: str, item: int | str | None) -> str:
+    """How a step names an argument (``argument``), or its tuple item or field."""
+    if isinstance(item, int):
+        return f"item {item + 1} of {argument}"
+    return argument if item is None else f"field `{item}` of {argument}"
 
 
 def _argument(call: ast.Call, slot: int | str, item: int | str | None) -> ast.expr | None:

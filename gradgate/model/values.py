@@ -24,6 +24,11 @@ class Step:
     message: str
 
 
+#: suffix of a :attr:`FunctionRef.receiver` made by ``super()``: the method is looked up
+#: in the class's bases
+SUPER = "@super"
+
+
 @dataclass(frozen=True)
 class Place:
     """A step of a path in any file: 1-based line and character column."""
