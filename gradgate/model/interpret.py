@@ -1112,19 +1112,22 @@ class Interpreter:
     def _matters(self, args: list[Value], keywords: list[tuple[str | None, Value]]) -> bool:
         """Does an argument carry grad mode, or in a summary a parameter (what the
         summary is about)?"""
-        carries = self._carries
-
-        def held(value: Value) -> bool:
-            return (
-                carries(value.bdd)
-                or any(held(i) for i in value.items or ())
-                or any(held(v) for _, v in value.fields or ())
-            )
-
+        held = self._held
         # a keyword named as grad mode (`is_grad_enabled=...`): the callee takes its
         # parameter as grad mode by that name, its findings are its own
         named = (v for k, v in keywords if k is None or k not in self.c.grad_names)
         return any(held(v) for v in (*args, *named))
+
+    def _held(self, value: Value) -> bool:
+        """Does ``value``, or an item or field of it, carry what :meth:`_carries` asks?
+        (A method, not a closure of :meth:`_matters`: a recursive closure is a
+        reference cycle, and it held the interpreter, its context and the run's project
+        until the collector's next pass.)"""
+        return (
+            self._carries(value.bdd)
+            or any(self._held(i) for i in value.items or ())
+            or any(self._held(v) for _, v in value.fields or ())
+        )
 
     def _external_site(
         self, node: ast.Call, callee: Callee, args: list[Value], keywords: list[tuple[str | None, Value]], bound: int
