@@ -38,3 +38,71 @@ def test_cli_outputs_are_identical_with_one_or_two_workers(te_sources, tmp_path)
     two = run_cli("check", "--format", "json", "--no-cache", "-j", "2", "transformer_engine", cwd=te_sources)
     assert one.returncode == two.returncode == 1
     assert one.stdout == two.stdout
+
+
+def test_a_run_leaves_no_cyclic_garbage_and_restores_the_collector(te_sources, monkeypatch):
+    """An interpretation makes no reference cycle: what a run made is freed by reference
+    counting when the run ends, not kept (with every module the project parsed) until a
+    collector pass; the run turns the collector off and back on."""
+    import gc
+
+    monkeypatch.chdir(te_sources)
+    assert gc.isenabled()
+    list(run(["transformer_engine/pytorch/module/base.py"], Config(), RunOptions(jobs=1)))
+    assert gc.isenabled()
+    gc.collect()
+    gc.disable()  # no pass of the collector may hide a cycle the run made
+    try:
+        results = list(run(["transformer_engine/pytorch/module"], Config(), RunOptions(jobs=1)))
+        assert not gc.isenabled()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        ours = Counter(type(o).__qualname__ for o in gc.garbage if type(o).__module__.startswith("gradgate"))
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert sum(len(r.findings) for r in results) == 3
+    assert ours == Counter()
+
+
+def test_the_fast_exit_keeps_exit_codes_and_output(tmp_path):
+    """The CLI ends with ``os._exit`` once its output is flushed: exit statuses and the
+    whole output are what they were, and a reader that closed the pipe early gets no
+    traceback."""
+    import subprocess
+    import sys
+
+    (tmp_path / "m.py").write_text(
+        "import torch\n\ndef forward(ub_overlap_ag):\n    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled()\n"
+        "    return ub_overlap_ag\n"
+    )
+    found = run_cli("check", "--no-cache", "m.py", cwd=tmp_path)
+    assert found.returncode == 1
+    assert found.stdout.decode().splitlines()[-1] == "Found 1 finding (1 fixable with `gradgate fix`)."
+    assert run_cli("check", "--no-cache", "--select", "GG002", "m.py", cwd=tmp_path).returncode == 0
+    assert run_cli("check", "--no-cache", "missing.py", cwd=tmp_path).returncode == 2
+    many = "".join(
+        f"def forward{i}(ub_overlap_ag):\n    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled()\n"
+        "    return ub_overlap_ag\n\n"
+        for i in range(600)
+    )  # 600 findings: more output than a pipe holds
+    (tmp_path / "n.py").write_text("import torch\n\n" + many)
+    import os
+
+    from conftest import ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gradgate", "check", "--no-cache", "n.py"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.read(100)
+    process.stdout.close()  # `gradgate check | head -c 100`
+    err = process.stderr.read()
+    assert process.wait() == 1
+    assert b"Traceback" not in err
