@@ -144,8 +144,6 @@ class FunctionResult:
     return_conditions: list[int] = field(default_factory=list)
     #: the functions the function returns (closures), with the ``return``
     returned_functions: list[tuple[Value, ast.stmt]] = field(default_factory=list)
-    #: some path of the function runs a forward collective
-    communicates: bool = False
     #: flag names read in the forward (not only for ``ctx`` / ``save_for_backward``)
     forward_reads: set[str] = field(default_factory=set)
     backward_reads: set[str] = field(default_factory=set)
@@ -249,7 +247,6 @@ class Interpreter:
             for arg in self.info.params:
                 env.set(arg.arg, self._parameter(arg, seeds, supplied))
         self._block(body, env)
-        self.result.communicates = bool(self._comm)
         fast_paths = [(n.lineno, n.col_offset, o) for b, o, n in self._comm.values() if self.bdd.forced_off_by_grad(b)]
         for callee, (bdd, origins, node) in self._comm.items():
             if any(p[:2] < (node.lineno, node.col_offset) and p[2] & origins for p in fast_paths):

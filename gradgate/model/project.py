@@ -412,8 +412,13 @@ class Project:
         return found
 
     def communicates(self, callee: Callee) -> bool:
-        """Does the function a call runs communicate in the forward (its body says)?"""
-        return self.summary(callee.module, callee.qualname).communicates
+        """Does the function a call runs communicate in the forward? Its body says, as
+        for a function of the module itself (:meth:`ModuleIndex.communicates`: its calls,
+        and the functions they run, here or in other modules); it is not interpreted."""
+        module = callee.module
+        return module.index.communicates(
+            callee.qualname, outside=lambda call, info: self.call_communicates(module, call, info)
+        )
 
     def call_communicates(self, module: ModuleFile, call: ast.Call, info: FunctionInfo) -> bool:
         """Does a call in ``info`` of ``module``, unresolved in the module, run a function

@@ -58,8 +58,6 @@ class FunctionSummary:
     links: tuple[Link, ...] = ()
     #: 1 when the function returns grad mode, -1 its negation, None otherwise
     returns_grad: int | None = None
-    #: the function communicates in the forward (some path of it runs a collective)
-    communicates: bool = False
     #: parameters that choose what the function returns (by a branch or in the value)
     chooses_return: frozenset[str] = frozenset()
 
@@ -168,7 +166,7 @@ def summarise(
         for v in bdd.params_in(b)
     }
     return FunctionSummary(
-        positional, keyword_only, tuple(effects), tuple(links), returns_grad, result.communicates, frozenset(chooses)
+        positional, keyword_only, tuple(effects), tuple(links), returns_grad, frozenset(chooses)
     )
 
 
