@@ -713,6 +713,8 @@ def main() -> None:
     try:
         cli(prog_name="gradgate")  # click's standalone mode ends in SystemExit
     except SystemExit as end:
+        if sys.getprofile() is not None or sys.gettrace() is not None:
+            raise  # a profiler or coverage writes its data at the interpreter's shutdown
         _exit_now(end.code)
 
 

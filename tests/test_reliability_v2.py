@@ -481,11 +481,27 @@ def test_workers_only_when_the_bytes_that_reach_analysis_pay_for_them():
     from gradgate.runner import _workers
 
     options = RunOptions(jobs=8)
-    assert _workers(options, [60_000] * 18) == 1  # TransformerEngine: 18 files, 1.1 MB
+    assert _workers(options, [60_000] * 18) == 2  # TransformerEngine: 18 files, 1.1 MB
+    assert _workers(RunOptions(jobs=8, edits=True), [60_000] * 18) == 1  # each would import LibCST
+    assert _workers(options, [20_000] * 18) == 1  # 0.36 MB: 0.12 s of work
     assert _workers(options, [60_000] * 7) == 1
-    assert _workers(options, [60_000] * 200) == 4  # 12 MB: ~4 s of work
-    assert _workers(options, [60_000] * 2000) == 8
+    assert _workers(options, [60_000] * 200) == 8  # 12 MB: ~4 s of work
+    assert _workers(RunOptions(jobs=8, fix=True), [60_000] * 200) == 4
     assert _workers(RunOptions(jobs=2), [60_000] * 2000) == 2
+
+
+def test_workers_get_runs_of_consecutive_files_of_equal_bytes():
+    """Each worker analyses consecutive files (a package's files share the modules they
+    call: parsed once in one worker), about half the bytes each."""
+    from gradgate.runner import _shares
+
+    assert _shares([10] * 18, 2) == [range(0, 9), range(9, 18)]
+    assert _shares([100, 1, 1, 1], 2) == [range(0, 1), range(1, 4)]
+    assert _shares([1, 1, 1, 100], 2) == [range(0, 3), range(3, 4)]
+    assert _shares([5] * 6, 3) == [range(0, 2), range(2, 4), range(4, 6)]
+    assert _shares([3, 1, 1, 1, 1, 1, 1, 1, 1, 1], 2) == [range(0, 4), range(4, 10)]
+    assert _shares([0, 0, 0], 2) == [range(0, 3)]
+    assert _shares([1, 1], 4) == [range(0, 1), range(1, 2)]
 
 
 # -- 7. what comes from a file name or the source is escaped ---------------------------------------

@@ -165,9 +165,7 @@ def summarise(
         for b in (*result.return_conditions, *(r.bdd for r in result.returns))
         for v in bdd.params_in(b)
     }
-    return FunctionSummary(
-        positional, keyword_only, tuple(effects), tuple(links), returns_grad, frozenset(chooses)
-    )
+    return FunctionSummary(positional, keyword_only, tuple(effects), tuple(links), returns_grad, frozenset(chooses))
 
 
 _KIND_WORDS = {
