@@ -527,3 +527,18 @@ def test_very_long_and_chain_never_crashes(tmp_path, command):
         assert [
             (p.removeprefix("./"), line, c) for p, line, c in _good_paths(findings) if not p.endswith("long.py")
         ] == GOOD_FINDINGS
+
+
+@pytest.mark.parametrize(
+    "data, encoding",
+    [
+        (b"#!/usr/bin/env python\r# -*- coding: latin-1 -*-\rx = '\xe9'\r" * 1, "iso-8859-1"),  # lone CRs
+        (b"#" + b"x" * 5000 + b"\n# coding: cp1252\nx = '\x80'\n", "cp1252"),  # a first line past 4 kB
+        (b"x = 1\n" * 50_000 + b"# coding: latin-1\n", "utf-8"),  # a cookie below line 2 is no cookie
+        (b"\xef\xbb\xbfx = 1\n", "utf-8-sig"),
+    ],
+)
+def test_the_encoding_is_read_from_the_first_two_lines_only(data, encoding):
+    from gradgate.source import decode_check
+
+    assert decode_check(data) == encoding
