@@ -203,12 +203,19 @@ class Config:
 
     def prefilter_tokens(self) -> tuple[bytes, ...]:
         """Byte strings of which a file must hold one to hold any finding: a grad-mode
-        source, or (when unused suppressions are reported) a suppression comment."""
+        source, or (when unused suppressions are reported) a suppression comment. A name
+        holding another (``is_grad_enabled``, ``grad_enabled``) is left out: the other
+        finds every file it would, and each token is one more scan of every file."""
+        return self._prefilter_tokens
+
+    @cached_property
+    def _prefilter_tokens(self) -> tuple[bytes, ...]:
         names = {q.rsplit(".", 1)[-1] for q in (*self.grad_functions, *self.inference_functions)}
         names.update(self.grad_names)
         if self.reports_unused_suppressions:
             names.add("gradgate:")
-        return tuple(sorted(n.encode() for n in names))
+        kept = {n for n in names if not any(other != n and other in n for other in names)}
+        return tuple(sorted(n.encode() for n in kept))
 
     def fingerprint(self) -> str:
         import hashlib

@@ -62,6 +62,8 @@ def decode_check(data: bytes) -> str:
                     f"cannot decode as utf-8: byte 0x{data[error.start]:02x} at offset {error.start}"
                 ) from None
         raise SourceError(f"bad encoding declaration: {exc}") from None
+    if encoding in ("utf-8", "utf-8-sig") and data.isascii():
+        return encoding  # ASCII is UTF-8: nothing to decode (half of transformers' files)
     try:
         data.decode(encoding)
     except UnicodeDecodeError as exc:
