@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .model.project import Project
 
 #: below this many files to analyse, a pool costs more than it saves
-PARALLEL_THRESHOLD = 8
+PARALLEL_THRESHOLD = 4
 
 
 @dataclass(frozen=True)
@@ -194,9 +194,10 @@ def _analyse(job: Job) -> FileResult:
 WORKER_START_S = 0.05
 #: and where it makes fixes or their edits: LibCST imported again in it
 WORKER_LIBCST_S = 0.2
-#: how fast one process analyses the files that pass the pre-filter (bytes per second;
-#: TransformerEngine 2.20.2's 18 such files, 1.27 MB, took 0.39 s: 3.2 MB/s)
-ANALYSIS_BYTES_PER_S = 3_000_000
+#: how fast one process analyses the files that pass the pre-filter, the modules they
+#: call included (bytes per second; TransformerEngine 2.20.2's 18 such files, 1.27 MB,
+#: took 0.55-0.7 s of CPU on a 2-CPU VM; five of its module files, 538 kB, 0.5 s)
+ANALYSIS_BYTES_PER_S = 2_000_000
 
 
 def _workers(options: RunOptions, pending_bytes: Sequence[int]) -> int:

@@ -481,11 +481,13 @@ def test_workers_only_when_the_bytes_that_reach_analysis_pay_for_them():
     from gradgate.runner import _workers
 
     options = RunOptions(jobs=8)
-    assert _workers(options, [60_000] * 18) == 2  # TransformerEngine: 18 files, 1.1 MB
+    assert _workers(options, [60_000] * 18) == 3  # TransformerEngine: 18 files, 1.1 MB
+    assert _workers(RunOptions(jobs=2), [60_000] * 18) == 2
     assert _workers(RunOptions(jobs=8, edits=True), [60_000] * 18) == 1  # each would import LibCST
-    assert _workers(options, [20_000] * 18) == 1  # 0.36 MB: 0.12 s of work
-    assert _workers(options, [60_000] * 7) == 1
-    assert _workers(options, [60_000] * 200) == 8  # 12 MB: ~4 s of work
+    assert _workers(options, [20_000] * 18) == 1  # 0.36 MB: 0.18 s of work
+    assert _workers(options, [108_000] * 5) == 2  # a pre-commit batch of five TE modules
+    assert _workers(options, [200_000] * 3) == 1  # fewer than PARALLEL_THRESHOLD files
+    assert _workers(options, [60_000] * 200) == 8  # 12 MB: ~6 s of work
     assert _workers(RunOptions(jobs=8, fix=True), [60_000] * 200) == 4
     assert _workers(RunOptions(jobs=2), [60_000] * 2000) == 2
 
