@@ -208,6 +208,25 @@ class Config:
         finds every file it would, and each token is one more scan of every file."""
         return self._prefilter_tokens
 
+    def prefilter_gate(self) -> bytes | None:
+        """A byte string every pre-filter token holds (``_enabled``), where they share
+        one of 4 bytes or more: a file without it holds none of them, found in one scan
+        of its bytes instead of one per token (69 of transformers' 2,912 files hold it)."""
+        return self._prefilter_gate
+
+    @cached_property
+    def _prefilter_gate(self) -> bytes | None:
+        tokens = self.prefilter_tokens()
+        if not tokens:
+            return None
+        shortest = min(tokens, key=len)
+        for size in range(len(shortest), 3, -1):
+            for start in range(len(shortest) - size + 1):
+                part = shortest[start : start + size]
+                if all(part in token for token in tokens):
+                    return part
+        return None
+
     @cached_property
     def _prefilter_tokens(self) -> tuple[bytes, ...]:
         names = {q.rsplit(".", 1)[-1] for q in (*self.grad_functions, *self.inference_functions)}

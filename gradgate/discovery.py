@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -68,7 +69,13 @@ def discover(paths: Iterable[str], exclude: tuple[str, ...] = ()) -> Iterator[Di
     found: list[tuple[Discovered, str]] = []
     folders: dict[str, str] = {}
     for root in paths:
-        if os.path.isdir(root):
+        try:
+            mode = os.lstat(root).st_mode
+        except (OSError, ValueError):
+            mode = None
+        if mode is not None and stat.S_ISREG(mode):  # a plain file, no link: one system call
+            found.append((Discovered(root), _real_file(root, folders, link=False)))
+        elif os.path.isdir(root):
             found.extend(_walk(root, exclude))
         elif os.path.lexists(root):
             # an explicit file is linted whatever its name; a broken link is reported
@@ -78,12 +85,15 @@ def discover(paths: Iterable[str], exclude: tuple[str, ...] = ()) -> Iterator[Di
     yield from _once(found)
 
 
-def _real_file(path: str, folders: dict[str, str]) -> str:
+def _real_file(path: str, folders: dict[str, str], link: bool | None = None) -> str:
     """``os.path.realpath(path)`` of an existing file, its folder's real path kept in
     ``folders``: a run handed hundreds of files (the command line's, or every target
-    again) resolves each folder once, not every component of every path."""
+    again) resolves each folder once, not every component of every path. ``link``: whether
+    ``path`` is a symbolic link, where the caller knows."""
     head, tail = os.path.split(path)
-    if not tail or tail in (os.curdir, os.pardir) or os.path.islink(path):
+    if link is None:
+        link = os.path.islink(path)
+    if not tail or tail in (os.curdir, os.pardir) or link:
         return os.path.realpath(path)
     real_head = folders.get(head)
     if real_head is None:

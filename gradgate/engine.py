@@ -493,7 +493,10 @@ def _comments(text: str) -> int:
 def may_hold_findings(data: bytes, config: Config, also: frozenset[bytes] = frozenset()) -> bool:
     """The bytes pre-filter: a file with none of these tokens reads no grad mode
     (``also``: names of functions of other files that return grad mode)."""
-    return any(token in data for token in config.prefilter_tokens()) or any(name in data for name in also)
+    gate = config.prefilter_gate()
+    if (gate is None or gate in data) and any(token in data for token in config.prefilter_tokens()):
+        return True
+    return any(name in data for name in also)
 
 
 def lint_source(

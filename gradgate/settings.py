@@ -189,9 +189,10 @@ class Resolver:
     _by_dir: dict[str, str | None] = field(default_factory=dict, repr=False)
     _by_file: dict[str | None, Settings] = field(default_factory=dict, repr=False)
 
-    def for_path(self, path: str) -> Settings:
-        """The settings of the file (or folder) ``path``."""
-        source = self.explicit if self.explicit is not None else self._nearest(path)
+    def for_path(self, path: str, is_file: bool = False) -> Settings:
+        """The settings of the file (or folder) ``path``; ``is_file``: the caller knows it
+        is a file (discovery found it), so its folder is not asked for."""
+        source = self.explicit if self.explicit is not None else self._nearest(path, is_file)
         settings = self._by_file.get(source)
         if settings is None:
             settings = load(source) if source is not None else Settings(Config(), None, os.getcwd())
@@ -200,9 +201,9 @@ class Resolver:
             self._by_file[source] = settings
         return settings
 
-    def _nearest(self, path: str) -> str | None:
+    def _nearest(self, path: str, is_file: bool = False) -> str | None:
         directory = os.path.abspath(path)
-        if not os.path.isdir(directory):
+        if is_file or not os.path.isdir(directory):
             directory = os.path.dirname(directory)
         walked = []
         found: str | None = None

@@ -155,7 +155,7 @@ def collect(
             if item.error is not None:
                 targets.append(Target(shown, None, item.error))
                 continue
-            settings = resolver.for_path(item.path)
+            settings = resolver.for_path(item.path, is_file=True)
             if explicit_file and not force_exclude:
                 targets.append(Target(shown, settings))
                 continue

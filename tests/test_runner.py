@@ -106,3 +106,21 @@ def test_the_fast_exit_keeps_exit_codes_and_output(tmp_path):
     err = process.stderr.read()
     assert process.wait() == 1
     assert b"Traceback" not in err
+
+
+def test_the_prefilter_scans_for_what_every_token_holds_first():
+    """A file without ``_enabled`` holds no grad-mode token: one scan decides; a token
+    inside another is not scanned for; the function names of other files still count."""
+    from dataclasses import replace
+
+    from gradgate.engine import may_hold_findings
+
+    config = Config()
+    assert config.prefilter_tokens() == (b"grad_enabled", b"grad_mode_enabled", b"is_inference_mode_enabled")
+    assert config.prefilter_gate() == b"_enabled"
+    assert may_hold_findings(b"x = torch.is_grad_enabled()", config)
+    assert not may_hold_findings(b"x = torch.no_grad()", config)
+    assert may_hold_findings(b"x = grad_on()", config, frozenset({b"grad_on"}))
+    unused = replace(config, extend_select=("GG100",))
+    assert unused.prefilter_gate() is None  # `gradgate:` shares nothing with the others
+    assert may_hold_findings(b"x = 1  # gradgate: ignore[GG001]", unused)
