@@ -215,3 +215,26 @@ def test_json_output_carries_the_path_across_files(package: Path):
         ("pkg/a.py", 8),
         ("pkg/comm.py", 8),
     ]
+
+
+def test_a_project_keeps_a_bounded_source_of_parsed_modules(package: Path, monkeypatch: pytest.MonkeyPatch):
+    """Beyond KEEP_BYTES of source, the least recently used modules are dropped (with
+    what was worked out from them) and parsed again when asked: the findings are the
+    same, with every file analysed (--no-prefilter) and a budget of one byte."""
+    import gradgate.runner as runner
+
+    def findings() -> list[tuple[str, int, str]]:
+        runner._PROJECTS.clear()
+        results = run(["pkg"], Config(), RunOptions(jobs=1, prefilter=False))
+        return [(f.path, f.line, f.message) for r in results for f in r.findings]
+
+    everything = findings()
+    assert [(path, line) for path, line, _ in everything] == [("pkg/a.py", 8)]
+    (project,) = runner._PROJECTS.values()
+    assert len(project._kept) == 5  # every file of the package, parsed once
+    monkeypatch.setattr(project_module, "KEEP_BYTES", 1)
+    analysed, parsed = _counting(monkeypatch)
+    assert findings() == everything
+    (project,) = runner._PROJECTS.values()
+    assert len(project._kept) == 1  # the module analysed last, no other
+    assert parsed == ["comm.py"]  # a.py's question, after b.py's analysis dropped it

@@ -111,30 +111,59 @@ class ModuleAnalysis:
         words |= set(config.grad_names) | self.project.grad_returning_names()
         grad_functions = {*config.grad_functions, *config.inference_functions}
         words |= {name for name, target in self.index.aliases.items() if target in grad_functions}
-        previous: tuple[object, ...] | None = None
-        before = self._context_state()
-        stale: set[str | None] | None = None  # None: every relevant function (the first round)
+        #: the summaries after each batch of interpretations, and which of them each
+        #: result was computed with
+        states = [self._context_state()]
+        seen: dict[str | None, int] = {}
+        changes: dict[tuple[int, int], set[tuple[str, object]]] = {}
+        order: dict[tuple[str | None, ...], list[list[str | None]]] = {}
         for _ in range(MAX_ROUNDS):
-            functions = self._relevant(words)
-            results: dict[str | None, FunctionResult] = {}
-            for key, info in [(None, None), *((f.qualname, f) for f in functions)]:
-                old = self.results.get(key)
-                keep = stale is not None and old is not None and key not in stale
-                results[key] = old if keep else self._interpret(info)  # type: ignore[assignment]
-            self.results = results
-            summary = self._summarise(results.values())
-            if summary == previous:
+            functions = {f.qualname: f for f in self._relevant(words)}
+            keys: tuple[str | None, ...] = (None, *functions)
+            self.results = {k: r for k, r in self.results.items() if k in functions or k is None}
+            seen = {k: v for k, v in seen.items() if k in self.results}
+            if keys not in order:
+                order[keys] = self.index.callers_first(list(keys))
+            interpreted = False
+            for level in order[keys]:
+                if interpreted:  # what the levels before passed on can make more functions relevant
+                    functions = {f.qualname: f for f in self._relevant(words)}
+                todo = [
+                    k
+                    for k in level
+                    if (k is None or k in functions) and (k not in seen or self._stale(k, seen[k], states, changes))
+                ]
+                if not todo:
+                    continue
+                for key in todo:
+                    self.results[key] = self._interpret(functions[key] if key is not None else None)
+                    seen[key] = len(states) - 1
+                self._summarise(self.results.values())
+                states.append(self._context_state())
+                interpreted = True
+                words = (
+                    words
+                    | {q.rsplit(".", 1)[-1] for q in self.context.returns}
+                    | set(self.context.attributes)
+                    | {attr for (_, attr), v in self.context.class_attributes.items() if v is not PLAIN}
+                )
+            if not interpreted:
                 break
-            previous = summary
-            words = (
-                words
-                | {q.rsplit(".", 1)[-1] for q in self.context.returns}
-                | set(self.context.attributes)
-                | {attr for (_, attr), v in self.context.class_attributes.items() if v is not PLAIN}
-            )
-            after = self._context_state()
-            stale = self._affected(before, after)
-            before = after
+
+    def _stale(
+        self,
+        key: str | None,
+        version: int,
+        states: list[dict[str, dict[object, object]]],
+        changes: dict[tuple[int, int], set[tuple[str, object]]],
+    ) -> bool:
+        """Has a summary that the result of ``key`` read (its :attr:`FunctionResult.reads`)
+        changed since the one it was computed with (``states[version]``)?"""
+        span = (version, len(states) - 1)
+        changed = changes.get(span)
+        if changed is None:
+            changed = changes[span] = self._changed(states[version], states[-1])
+        return bool(self.results[key].reads & changed)
 
     def _context_state(self) -> dict[str, dict[object, object]]:
         c = self.context
@@ -143,17 +172,15 @@ class ModuleAnalysis:
             "supplied": {q: tuple(sorted(v)) for q, v in c.supplied.items()},
             "returns": {q: v.bdd for q, v in c.returns.items()},
             "attributes": {a: v.bdd for a, v in c.attributes.items()},
-            "plain": {a: True for a in c.plain_attributes},
             "class_attributes": {k: v.bdd for k, v in c.class_attributes.items()},
         }
 
-    def _affected(
-        self, before: dict[str, dict[object, object]], after: dict[str, dict[object, object]]
-    ) -> set[str | None]:
-        """The functions (None: the module's body) whose interpretation a change of the
-        summaries can change: those that read a summary that changed (their
-        :attr:`FunctionResult.reads`). Functions not interpreted yet are interpreted
-        whatever this says."""
+    @staticmethod
+    def _changed(
+        before: dict[str, dict[object, object]], after: dict[str, dict[object, object]]
+    ) -> set[tuple[str, object]]:
+        """What changed between two summaries, as a function's result reads it (its
+        :attr:`FunctionResult.reads`)."""
         changed: set[tuple[str, object]] = set()
         for kind in before:
             old, new = before[kind], after[kind]
@@ -161,7 +188,7 @@ class ModuleAnalysis:
                 if old.get(key) != new.get(key):
                     # a class attribute is read by name (through any base of the class)
                     changed.add(("class_attributes", key[1]) if kind == "class_attributes" else (kind, key))  # type: ignore[index]
-        return {key for key, result in self.results.items() if result.reads & changed}
+        return changed
 
     def _interpret(self, info: FunctionInfo | None) -> FunctionResult:
         try:
@@ -170,7 +197,8 @@ class ModuleAnalysis:
             self.failed.append(info.qualname if info else "<module>")
             return FunctionResult()
 
-    def _summarise(self, results: Iterable[FunctionResult]) -> tuple[object, ...]:
+    def _summarise(self, results: Iterable[FunctionResult]) -> None:
+        """The context's summaries of what crosses function boundaries, from ``results``."""
         results = list(results)
         calls: dict[str, list[CallSite]] = {}
         for result in results:
@@ -203,28 +231,17 @@ class ModuleAnalysis:
                 else:
                     stores.setdefault(attr, []).append(value)
         attributes: dict[str, Value] = {}
-        plain: set[str] = set()
         for attr, values in stores.items():
             value = pure_grad_values(values, self.bdd)
             if value is not None:
                 attributes[attr] = Value(value.bdd, trail=value.trail)
-            else:
-                plain.add(attr)
         class_attributes: dict[tuple[str, str], Value] = {}
         for key, values in class_stores.items():
             value = pure_grad_values(values, self.bdd)
             class_attributes[key] = Value(value.bdd, trail=value.trail) if value is not None else PLAIN
         self.context.seeds, self.context.supplied = seeds, supplied
-        self.context.returns, self.context.attributes, self.context.plain_attributes = returns, attributes, plain
+        self.context.returns, self.context.attributes = returns, attributes
         self.context.class_attributes = class_attributes
-        return (
-            tuple(sorted((q, tuple(sorted((n, _shape(v)) for n, v in p.items()))) for q, p in seeds.items())),
-            tuple(sorted((q, tuple(sorted(s))) for q, s in supplied.items())),
-            tuple(sorted((q, v.bdd) for q, v in returns.items())),
-            tuple(sorted((a, v.bdd) for a, v in attributes.items())),
-            tuple(sorted(plain)),
-            tuple(sorted((k, v.bdd) for k, v in class_attributes.items())),
-        )
 
     def _parameter_values(self, info: FunctionInfo, sites: list[CallSite]) -> tuple[dict[str, Value], set[str]]:
         """What the callers of ``info`` pass: the parameters every concrete supply of

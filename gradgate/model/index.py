@@ -135,17 +135,26 @@ def own_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                     stack.extend(reversed(child.body))
 
 
-def own_calls(node: ast.AST) -> Iterator[ast.Call]:
-    """Calls inside ``node``, not inside nested functions, classes or lambdas."""
+def own_calls_and_names(node: ast.AST) -> tuple[list[ast.Call], list[ast.Name | ast.Attribute]]:
+    """The calls inside ``node``, and the names and attributes it reads, not inside
+    nested functions, classes or lambdas (one walk for both)."""
+    calls: list[ast.Call] = []
+    names: list[ast.Name | ast.Attribute] = []
     stack = [node]
     while stack:
         current = stack.pop()
         for child in ast.iter_child_nodes(current):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            if isinstance(child, _NESTED):
                 continue
             if isinstance(child, ast.Call):
-                yield child
+                calls.append(child)
+            elif isinstance(child, (ast.Name, ast.Attribute)) and isinstance(child.ctx, ast.Load):
+                names.append(child)
             stack.append(child)
+    return calls, names
+
+
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 class ModuleIndex:
@@ -170,7 +179,7 @@ class ModuleIndex:
         #: names the module binds at its top level (assignments, imports, defs)
         self.module_names = _bound_at_top(tree)
         self._collect(tree.body, prefix="", owner=None)
-        self._calls: dict[str, list[ast.Call]] = {}
+        self._calls: dict[str, tuple[list[ast.Call], list[ast.Name | ast.Attribute]]] = {}
         self._lines = lines
         self._mark_backward()
         self._communicates: dict[tuple[str, bool], bool] = {}
@@ -228,11 +237,79 @@ class ModuleIndex:
 
     def calls_of(self, qualname: str) -> list[ast.Call]:
         """The calls a function makes itself, not its nested functions ("" is the module)."""
+        return self._own(qualname)[0]
+
+    def _own(self, qualname: str) -> tuple[list[ast.Call], list[ast.Name | ast.Attribute]]:
         found = self._calls.get(qualname)
         if found is None:
             node = self.functions[qualname].node if qualname else self.tree
-            found = self._calls[qualname] = list(own_calls(node))
+            found = self._calls[qualname] = own_calls_and_names(node)
         return found
+
+    def referenced(self, qualname: str) -> set[str]:
+        """The module's functions a function ("": the module's body) calls or names
+        (``fwd = _Function._forward``), as :meth:`resolve` finds them: those it may pass
+        values to."""
+        info = self.functions.get(qualname) if qualname else None
+        owner = info.owner if info is not None else None
+        aliases = self.aliases_of(info) if info is not None else self.aliases
+        found = set()
+        for name in self._own(qualname if info is not None else "")[1]:
+            # what resolve() can resolve: a module function or class, a method of `self`,
+            # `cls` or a class of the module
+            base = name.value if isinstance(name, ast.Attribute) else name
+            if not isinstance(base, ast.Name):
+                continue
+            if base is name and base.id not in self.functions and base.id not in self.classes:
+                continue
+            if base is not name and base.id not in ("self", "cls") and base.id not in self.classes:
+                continue
+            resolved = self.resolve(name, owner, aliases)
+            if resolved is not None and resolved[0] != qualname:
+                found.add(resolved[0])
+        return found
+
+    def callers_first(self, keys: list[str | None], hops: int = 2) -> list[list[str | None]]:
+        """``keys`` (None: the module's body), and the functions they reach in ``hops``
+        calls or names (:meth:`referenced`), in levels: each function after those that call
+        or name it (a cycle is cut at its first function in this order), each level in
+        ``keys``' order, then the module's. Interpreted level by level, a function runs
+        after its callers, so what they pass it is known when it first runs: through
+        functions that are not interpreted yet too (TransformerEngine's
+        ``LayerNormMLP.forward`` -> ``_LayerNormMLP.forward`` -> ``_forward``: the middle
+        one is interpreted once the first has passed it grad mode)."""
+        nodes: list[str | None] = list(dict.fromkeys(keys))
+        referenced: dict[str | None, set[str]] = {}
+        frontier = list(nodes)
+        for _ in range(hops):
+            reached: list[str | None] = []
+            for key in frontier:
+                if key not in referenced:
+                    referenced[key] = self.referenced(key or "")
+                    reached += [c for c in sorted(referenced[key]) if c not in referenced and c not in reached]
+            nodes += [c for c in reached if c not in nodes]
+            frontier = reached
+        members = set(nodes)
+        callers: dict[str | None, list[str | None]] = {k: [] for k in nodes}
+        for key in nodes:
+            for callee in referenced.get(key, ()):
+                if callee in members:
+                    callers[callee].append(key)
+        waiting = {k: set(callers[k]) - {k} for k in nodes}
+        level: dict[str | None, int] = {}
+        pending = list(nodes)
+        while pending:
+            ready = [k for k in pending if not waiting[k]] or pending[:1]
+            for key in ready:
+                level[key] = 1 + max((level[c] for c in callers[key] if c in level), default=-1)
+            done = set(ready)
+            pending = [k for k in pending if k not in done]
+            for key in pending:
+                waiting[key] -= done
+        levels: list[list[str | None]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
+        for key in nodes:
+            levels[level[key]].append(key)
+        return levels
 
     def _functions_mentioning(self, word: str) -> list[str]:
         """Qualnames (and "" for the module) whose lines may spell ``word``."""

@@ -183,8 +183,6 @@ class Context:
         self.returns: dict[str, Value] = {}
         #: attribute names carrying grad mode module-wide
         self.attributes: dict[str, Value] = {}
-        #: attribute names assigned something that is not grad mode somewhere
-        self.plain_attributes: set[str] = set()
         #: ``self.x`` stores of each class: (class, attr) -> the grad-mode value, or
         #: :data:`PLAIN` where some store is something else
         self.class_attributes: dict[tuple[str, str], Value] = {}
@@ -780,7 +778,7 @@ class Interpreter:
                     value.with_step(Step(node.lineno, node.col_offset, f"property `{attr}` returns grad mode")), node
                 )
         on_self = isinstance(node.value, ast.Name) and node.value.id == "self" and self.owner is not None
-        self.result.reads |= {("class_attributes", attr), ("attributes", attr), ("plain", attr)}
+        self.result.reads |= {("class_attributes", attr), ("attributes", attr)}
         stored = self.c.class_attribute(self.index, self.owner, attr) if on_self else None
         if stored is not None:
             if stored.bdd != FALSE or stored.ident != "plain":
