@@ -103,8 +103,15 @@ class Project:
         self._found: dict[str, str | None] = {}
         self._modules: dict[str, ModuleFile | None] = {}
         self._by_path: dict[str, ModuleFile] = {}
-        self._summaries: dict[tuple[str, str], FunctionSummary] = {}
+        #: module name -> qualname -> summary
+        self._summaries: dict[str, dict[str, FunctionSummary]] = {}
+        #: names of the functions whose summary says they return grad mode
+        self._returning_here: set[str] = set()
         self._effects: dict[tuple[str, str, str], tuple[tuple[Effect, ...], frozenset[str]]] = {}
+        #: the effects each file's text went into, and the answers of returned_grad()
+        #: each module gave: what goes with the module when it is dropped
+        self._effects_of: dict[str, set[tuple[str, str, str]]] = {}
+        self._returned_of: dict[str, set[tuple[str, str | None]]] = {}
         self._attached: dict[str, list[tuple[str, str]]] | None = None
         self._recording: list[set[str]] = []
         #: the parameters whose effects are being followed, and those a cycle reached
@@ -157,9 +164,8 @@ class Project:
         if known is not None and known.places.lines == lines:
             return known  # read already for another file's question: what was found holds
         module = ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(path, lines))
-        if name in self._modules:  # another version of the text (a fix pass): forget the old
-            self._summaries = {k: v for k, v in self._summaries.items() if k[0] != name}
-            self._effects.clear()
+        if known is not None:  # another version of the text (a fix pass): forget the old
+            self.forget(known.path)
         self._modules[name] = module
         self._by_path[os.path.abspath(path)] = module
         self._current = os.path.abspath(path)
@@ -177,10 +183,12 @@ class Project:
             return
         if self._modules.get(module.name) is module:
             del self._modules[module.name]
-        self._summaries = {k: v for k, v in self._summaries.items() if k[0] != module.name}
-        touched = {path, module.path}  # as the recordings hold it
-        self._effects = {k: v for k, v in self._effects.items() if k[0] != module.name and not touched & v[1]}
-        self._returned = {k: v for k, v in self._returned.items() if v is None or v[1].module is not module}
+        self._summaries.pop(module.name, None)
+        for touched in {path, module.path}:  # as the recordings hold it
+            for key in self._effects_of.pop(touched, ()):
+                self._effects.pop(key, None)
+        for asked in self._returned_of.pop(module.name, ()):
+            self._returned.pop(asked, None)
 
     def _keep(self, path: str, size: int) -> None:
         """Count a parsed module in, and drop the least recently used others while the
@@ -443,6 +451,7 @@ class Project:
             self._grad_only -= 1
         found = None
         if callee is not None:
+            self._returned_of.setdefault(callee.module.name, set()).add(key)
             info = callee.module.index.functions[callee.qualname]
             if callee.module.mentions_grad(info):
                 polarity = self.summary(callee.module, callee.qualname).returns_grad
@@ -473,16 +482,15 @@ class Project:
     def grad_returning_names(self) -> set[str]:
         """The names of the functions found so far to return grad mode: words a file
         must spell to call one (the runner's second pre-filter)."""
-        found = {q.rsplit(".", 1)[-1] for (_m, q), s in self._summaries.items() if s.returns_grad is not None}
-        return found | self._returning
+        return self._returning_here | self._returning
 
     # -- summaries and effects -----------------------------------------------------------
     def summary(self, module: ModuleFile, qualname: str) -> FunctionSummary:
-        key = (module.name, qualname)
-        found = self._summaries.get(key)
+        known = self._summaries.setdefault(module.name, {})
+        found = known.get(qualname)
         if found is not None:
             return found
-        self._summaries[key] = EMPTY  # a recursive call sees no effects
+        known[qualname] = EMPTY  # a recursive call sees no effects
         info = module.index.functions.get(qualname)
         summary = EMPTY
         if info is not None:
@@ -508,7 +516,9 @@ class Project:
                 )
                 if info.backward:  # what it returns only: it decides nothing in the forward
                     summary = replace(EMPTY, returns_grad=summary.returns_grad)
-        self._summaries[key] = summary
+        self._summaries.setdefault(module.name, {})[qualname] = summary
+        if summary.returns_grad is not None:
+            self._returning_here.add(qualname.rsplit(".", 1)[-1])
         return summary
 
     def parameter(self, callee: Callee, slot: int | str, item: int | str | None = None) -> str | None:
@@ -555,6 +565,8 @@ class Project:
             self._cycled |= inner
         else:
             self._effects[key] = (effects, frozenset(touched))
+            for path in touched:
+                self._effects_of.setdefault(path, set()).add(key)
         self._touch(touched)
         return effects
 
