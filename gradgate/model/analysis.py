@@ -1,11 +1,13 @@
 """One module's analysis: which functions to interpret, what flows between them, and
 for each decision that grad mode gates, where it enters and whether a fix is proven.
 
-Functions are interpreted in rounds. After each round the values that cross function
-boundaries are summarised: what every caller of a function passes for a parameter
-(when all agree on grad mode, the parameter *is* grad mode: any number of hops, under
-any name), what a function or property returns, and what every store to an attribute
-holds. The rounds stop when nothing changes.
+Functions are interpreted in rounds, and a round in levels: a function after the
+functions that call or name it (:meth:`ModuleIndex.callers_first`). After each level
+the values that cross function boundaries are summarised: what every caller of a
+function passes for a parameter (when all agree on grad mode, the parameter *is* grad
+mode: any number of hops, under any name), what a function or property returns, and
+what every store to an attribute holds. A function is interpreted again only where a
+summary it read changed since; the rounds stop when none did.
 """
 
 from __future__ import annotations

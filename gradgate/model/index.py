@@ -180,6 +180,7 @@ class ModuleIndex:
         self.module_names = _bound_at_top(tree)
         self._collect(tree.body, prefix="", owner=None)
         self._calls: dict[str, tuple[list[ast.Call], list[ast.Name | ast.Attribute]]] = {}
+        self._referenced: dict[str, set[str]] = {}
         self._lines = lines
         self._mark_backward()
         self._communicates: dict[tuple[str, bool], bool] = {}
@@ -250,6 +251,12 @@ class ModuleIndex:
         """The module's functions a function ("": the module's body) calls or names
         (``fwd = _Function._forward``), as :meth:`resolve` finds them: those it may pass
         values to."""
+        found = self._referenced.get(qualname)
+        if found is None:
+            found = self._referenced[qualname] = self._find_referenced(qualname)
+        return found
+
+    def _find_referenced(self, qualname: str) -> set[str]:
         info = self.functions.get(qualname) if qualname else None
         owner = info.owner if info is not None else None
         aliases = self.aliases_of(info) if info is not None else self.aliases
