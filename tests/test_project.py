@@ -235,6 +235,7 @@ def test_a_project_keeps_a_bounded_source_of_parsed_modules(package: Path, monke
     monkeypatch.setattr(project_module, "KEEP_BYTES", 1)
     analysed, parsed = _counting(monkeypatch)
     assert findings() == everything
+    assert sorted(analysed) == ["pkg/__init__.py", "pkg/a.py", "pkg/b.py", "pkg/c.py", "pkg/comm.py"]
     (project,) = runner._PROJECTS.values()
     assert len(project._kept) == 1  # the module analysed last, no other
     assert parsed == ["comm.py"]  # a.py's question, after b.py's analysis dropped it

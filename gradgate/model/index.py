@@ -355,7 +355,7 @@ class ModuleIndex:
         # a function registered as a backward hook, found from the scope of the
         # registration (a closure named `_hook` elsewhere is another function)
         hooked: set[str] = set()
-        for owner in self._functions_mentioning("register_"):
+        for owner in self._functions_mentioning("_hook"):  # every registrar's name holds it
             prefix = f"{owner}.<locals>." if owner else ""
             for call in self.calls_of(owner):
                 if isinstance(call.func, ast.Attribute) and call.func.attr in BACKWARD_HOOK_REGISTRARS:

@@ -13,10 +13,20 @@ class LineIndex:
     def __init__(self, text: str) -> None:
         self._text = text
         self._starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+        self._found: dict[frozenset[str], list[int]] = {}
 
     def lines_with(self, words: set[str]) -> list[int]:
+        """The lines (1-based, ascending) where one of ``words`` occurs; each set of words
+        is searched for once (a search is a pass over the whole text)."""
+        key = frozenset(words)
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = self._search(key)
+        return found
+
+    def _search(self, words: frozenset[str]) -> list[int]:
         if not words:
             return []
-        alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+        alternatives = "|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w)))
         found = {bisect.bisect_right(self._starts, m.start()) for m in re.finditer(alternatives, self._text)}
         return sorted(found)
