@@ -37,6 +37,7 @@ from .config import Config
 from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
 from .model.fixplan import BlockIndex, FixPlan, SourceLines, parent_map, plan, split_lines
 from .model.project import Project
+from .model.splice import spliced_tree
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
 from .source import SourceError, decode_check, read_source
 from .suppression import suppressed, suppression_comments
@@ -235,12 +236,14 @@ class _Analysis:
         rules: Sequence[type[Rule]],
         whole: bool = False,
         project: Project | None = None,
+        tree: ast.Module | None = None,
     ):
+        """``tree``: the tree of ``text`` where the caller has it (a fix pass's, spliced)."""
         self.path = path
         self.text = text
         self.lines = split_lines(text)
         try:
-            known = project.tree_of(path, text) if project is not None else None
+            known = tree if tree is not None else project.tree_of(path, text) if project is not None else None
             self.tree = known if known is not None else ast.parse(text)
         except SyntaxError as exc:
             raise LintError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
@@ -615,11 +618,13 @@ def _fix(
         candidate, applied, parsed = outcome
         cst_lines += parsed
         expected, total = len(chosen), len(analysis.found)
+        # the next pass's tree: this one's, with the statements the fix changed parsed again
+        tree = spliced_tree(analysis.tree, current, candidate)
         del analysis, chosen, outcome  # freed here (no cycle holds them); ``applied`` has the findings
         if project is not None:
             project.forget(path)  # the project's reference to this pass's tree too
         try:
-            next_analysis = _Analysis(path, candidate, config, rules, whole=not prefilter, project=project)
+            next_analysis = _Analysis(path, candidate, config, rules, whole=not prefilter, project=project, tree=tree)
         except LintError as exc:
             raise _FixInvalid(f"a fix produced invalid code ({exc}); file left unchanged") from None
         if _odd_layout(candidate):
