@@ -24,11 +24,23 @@ def _dump(tree: ast.AST) -> str:
 @pytest.mark.parametrize(
     "before, after, spliced",
     [
-        ("a = 1\ndef f():\n    x = 1\n    return x\nb = 2\n", "a = 1\ndef f():\n    x = 2\n    return x\nb = 2\n", True),
+        (
+            "a = 1\ndef f():\n    x = 1\n    return x\nb = 2\n",
+            "a = 1\ndef f():\n    x = 2\n    return x\nb = 2\n",
+            True,
+        ),
         # a line fewer: the statements below move up
-        ("def f():\n    x = g and t\n    y = x\n    return y\nb = 2\nc = 3\n", "def f():\n    y = x\n    return y\nb = 2\nc = 3\n", True),
+        (
+            "def f():\n    x = g and t\n    y = x\n    return y\nb = 2\nc = 3\n",
+            "def f():\n    y = x\n    return y\nb = 2\nc = 3\n",
+            True,
+        ),
         ("@d\n@e(1)\ndef f():\n    return 1\n\n\nz = 3\n", "@d\n@e(1)\ndef f():\n    return 2\n\n\nz = 3\n", True),
-        ("class C:\n    def m(self):\n        k = g and t\n        return k\n\nq = 1\n", "class C:\n    def m(self):\n        return k\n\nq = 1\n", True),
+        (
+            "class C:\n    def m(self):\n        k = g and t\n        return k\n\nq = 1\n",
+            "class C:\n    def m(self):\n        return k\n\nq = 1\n",
+            True,
+        ),
         ("a = 1; b = 2\nc = 3\n", "a = 1; b = 5\nc = 3\n", True),
         ("x = 1\r\ny = 2\r\nz = 3\r\n", "x = 1\r\ny = 3\r\nz = 3\r\n", True),
         ("x = 1\ny = 2", "x = 1\ny = 3", True),  # no newline at the end
