@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .config import Config
 from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
-from .model.fixplan import BlockIndex, FixPlan, SourceLines, parent_map, plan, split_lines
+from .model.fixplan import BlockIndex, FixPlan, SourceLines, odd_layout, parent_map, plan, split_lines
 from .model.project import Project
 from .model.splice import spliced_tree
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
@@ -627,7 +627,7 @@ def _fix(
             next_analysis = _Analysis(path, candidate, config, rules, whole=not prefilter, project=project, tree=tree)
         except LintError as exc:
             raise _FixInvalid(f"a fix produced invalid code ({exc}); file left unchanged") from None
-        if _odd_layout(candidate):
+        if odd_layout(candidate):  # a fix spliced in is re-read by LibCST whole
             _reparse_whole(candidate, current)
         # progress: fewer fixable findings, or fewer findings (a fix can make another
         # finding's fix safe: the count of fixable ones then stays, the total falls)
@@ -636,13 +636,6 @@ def _fix(
         current, analysis = candidate, next_analysis
         fixed_findings.extend(applied)
     return analysis, current, fixed_findings, cst_lines
-
-
-def _odd_layout(text: str) -> bool:
-    """Form feeds or lone CRs: where LibCST's tokenizer and CPython's may part, a fix
-    spliced into the file is re-read by LibCST whole (elsewhere the spliced statements
-    are, which is what keeps a fix of a 100,000-line file cheap)."""
-    return "\x0c" in text or "\r" in text.replace("\r\n", "")
 
 
 def _reparse_whole(fixed: str, before: str) -> None:

@@ -49,6 +49,14 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+def odd_layout(text: str) -> bool:
+    """Form feeds or lone CRs: where LibCST's tokenizer, CPython's and a count of "\\n"
+    may part on what a line is. A fix spliced into such a file is re-read by LibCST
+    whole (elsewhere the spliced statements are, which is what keeps a fix of a
+    100,000-line file cheap), and its next pass's tree is parsed whole too."""
+    return "\x0c" in text or "\r" in text.replace("\r\n", "")
+
+
 class SourceLines:
     """The file's lines, for positions in characters and for comments."""
 

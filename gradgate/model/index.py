@@ -267,15 +267,6 @@ class ModuleIndex:
         aliases = self.aliases_of(info) if info is not None else self.aliases
         found = set()
         for name in self._own(qualname if info is not None else "")[1]:
-            # what resolve() can resolve: a module function or class, a method of `self`,
-            # `cls` or a class of the module
-            base = name.value if isinstance(name, ast.Attribute) else name
-            if not isinstance(base, ast.Name):
-                continue
-            if base is name and base.id not in self.functions and base.id not in self.classes:
-                continue
-            if base is not name and base.id not in ("self", "cls") and base.id not in self.classes:
-                continue
             resolved = self.resolve(name, owner, aliases)
             if resolved is not None and resolved[0] != qualname:
                 found.add(resolved[0])

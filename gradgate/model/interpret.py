@@ -1107,11 +1107,10 @@ class Interpreter:
     def _matters(self, args: list[Value], keywords: list[tuple[str | None, Value]]) -> bool:
         """Does an argument carry grad mode, or in a summary a parameter (what the
         summary is about)?"""
-        held = self._held
         # a keyword named as grad mode (`is_grad_enabled=...`): the callee takes its
         # parameter as grad mode by that name, its findings are its own
         named = (v for k, v in keywords if k is None or k not in self.c.grad_names)
-        return any(held(v) for v in (*args, *named))
+        return any(self._held(v) for v in (*args, *named))
 
     def _held(self, value: Value) -> bool:
         """Does ``value``, or an item or field of it, carry what :meth:`_carries` asks?

@@ -20,6 +20,7 @@ import ast
 import re
 
 from ..source import common_prefix, common_suffix
+from .fixplan import odd_layout
 
 _NEWLINE = re.compile("\n")
 
@@ -36,7 +37,7 @@ def spliced_tree(tree: ast.Module, before: str, after: str) -> ast.Module | None
     documentation) or where the re-parsed statements do not parse."""
     if before == after or not tree.body:
         return None
-    if "\x0c" in after or "\r" in after.replace("\r\n", ""):
+    if odd_layout(after):
         return None  # where CPython's idea of a line may not be "\n"-separated
     prefix = common_prefix(before, after)
     suffix = common_suffix(before, after, min(len(before), len(after)) - prefix)
