@@ -1680,6 +1680,12 @@ def measure_fix(bench: Bench, box: Toolbox, info: dict[str, Any], scratch: Path)
     }
 
 
+def _parenthesis(*parts: str | None) -> str:
+    """`` (a; b)`` of the parts that are there, or nothing."""
+    shown = [p for p in parts if p]
+    return f" ({'; '.join(shown)})" if shown else ""
+
+
 def measure_lsp(box: Toolbox, info: dict[str, Any], edits: int, timeout: float) -> dict[str, Any]:
     """``benchmarks/lsp_latency.py`` (the language server's diagnostics latency), where this
     checkout has it; its output is parsed for the median and the engine's own time."""
@@ -1704,6 +1710,7 @@ def measure_lsp(box: Toolbox, info: dict[str, Any], edits: int, timeout: float) 
     out = done.stdout + done.stderr
     median = re.search(r"median ([\d.]+) ms of (\d+) edits", out)
     engine = re.search(r"engine alone[^\n]*?median ([\d.]+) ms", out)
+    inside = re.search(r"edits inside \w+: median ([\d.]+) ms", out)
     result: dict[str, Any] = {
         "available": True,
         "command": shlex.join(cmd),
@@ -1716,6 +1723,7 @@ def measure_lsp(box: Toolbox, info: dict[str, Any], edits: int, timeout: float) 
     result["median_ms"] = float(median.group(1))
     result["edits"] = int(median.group(2))
     result["engine_ms"] = float(engine.group(1)) if engine else None
+    result["inside_ms"] = float(inside.group(1)) if inside else None
     return result
 
 
@@ -1962,12 +1970,17 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
         elif lsp.get("failed"):
             out.append(f"- `{lsp['command']}` failed: {lsp['failed']}")
         else:
-            engine = lsp.get("engine_ms")
+            engine, inside = lsp.get("engine_ms"), lsp.get("inside_ms")
             out.append(
                 f"- diagnostics of `layernorm_mlp.py` after a change: median **{lsp['median_ms']:.1f} ms** "
-                f"of {lsp['edits']} edits on a warm server"
+                f"of {lsp['edits']} edits on a warm server (a comment line added at the top)"
                 + (f"; the engine alone on the same text (`lint_source`, same run): {engine:.1f} ms" if engine else "")
             )
+            if inside is not None:
+                out.append(
+                    f"- the same line added in the middle of the file instead, inside `_LayerNormMLP` (the "
+                    f"server re-parses that class, 60 % of the file): median {inside:.1f} ms"
+                )
             out.append(f"- command: `{lsp['command']}` (it runs the checkout's gradgate, not the snapshot)")
         if lsp.get("available") and lsp.get("noise"):
             out.append(f"- {fmt_noise(lsp.get('noise'))}")
@@ -2118,7 +2131,10 @@ def render_goals(report: dict[str, Any]) -> list[str]:
                 "language server: diagnostics for layernorm_mlp.py ≤ 50 ms after a change "
                 "(median of 20 edits, warm server)",
                 f"{lsp['median_ms']:.1f} ms / 50 ms = **{lsp['median_ms'] / 50:.2f}×**"
-                + (f" (engine alone {engine:.1f} ms)" if engine else ""),
+                + _parenthesis(
+                    f"engine alone {engine:.1f} ms" if engine else None,
+                    f"an edit inside `_LayerNormMLP` {lsp['inside_ms']:.1f} ms" if lsp.get("inside_ms") else None,
+                ),
                 lsp["median_ms"] <= 50,
             )
         )

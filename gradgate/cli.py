@@ -674,6 +674,10 @@ def server() -> None:
         raise click.UsageError(
             f"the language server needs pygls and lsprotocol ({exc}): install gradgate with the `lsp` extra"
         ) from None
+    # a long-lived process: the cyclic collector on, as in any library (main turned it
+    # off for the command line's one-shot commands)
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+    gc.enable()
     serve()
 
 
@@ -698,24 +702,29 @@ def explain(code: str) -> None:
     click.echo(f"# {rule.CODE} {rule.NAME}\n\n{rule.documentation()}")
 
 
-#: the cyclic garbage collector's first-generation threshold for a gradgate process
+#: the cyclic garbage collector's first-generation threshold in the language server
+#: (Python's default, 700, runs it ~80 times over an editor's first analysis for little)
 GC_THRESHOLD = 30_000
 
 
 def main() -> None:
-    # A run allocates in bursts and keeps most of it (LibCST's import makes thousands of
-    # classes and functions, an ast parse tens of thousands of nodes), so with Python's
-    # default threshold (700) the collector runs ~80 times in a single-file check for
-    # little. At 30,000 it runs 13 times: about 6 ms less of a 0.3 s check, and no slower,
-    # for 4 MiB more, on a run that sends every file through LibCST (benchmarks/README.md).
-    # Cycles are still collected: with the collector off, that run needs 45 MiB more.
-    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+    # A one-shot command runs with the cyclic collector off from start to end. A run
+    # keeps it off anyway and runs a young pass of its own now and then (runner's
+    # `_collect_now_and_then`); turned back on when the run ended, the collector's first
+    # pass scanned every object the run had made since its start, all of them still
+    # alive (270,000 on a TransformerEngine check), for nothing: the command ends
+    # without freeing them (`_exit_now`). The language server turns it on again.
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         cli(prog_name="gradgate")  # click's standalone mode ends in SystemExit
     except SystemExit as end:
         if sys.getprofile() is not None or sys.gettrace() is not None:
             raise  # a profiler or coverage writes its data at the interpreter's shutdown
         _exit_now(end.code)
+    finally:
+        if enabled:  # main called in-process (tests, a profiler)
+            gc.enable()
 
 
 def _exit_now(code: object) -> None:

@@ -4,7 +4,9 @@ stands for: that file's settings, ``exclude``, ``per-file-ignores`` and
 
 from __future__ import annotations
 
+import ast
 import os
+from collections.abc import Callable
 
 from .engine import lint_source
 from .results import FileResult
@@ -20,14 +22,21 @@ def excluded(path: str, settings: Settings) -> bool:
 
 
 def lint_document(
-    path: str, data: bytes, settings: Settings, fix: bool = False, unsafe_fixes: bool = False, edits: bool = False
+    path: str,
+    data: bytes,
+    settings: Settings,
+    fix: bool = False,
+    unsafe_fixes: bool = False,
+    edits: bool = False,
+    parse: Callable[[str], ast.Module] = ast.parse,
 ) -> FileResult:
     """The result of ``data`` checked (and fixed, with ``fix``) as the file ``path``;
-    with ``edits``, each fixable finding carries its text edit."""
+    with ``edits``, each fixable finding carries its text edit; ``parse`` makes the
+    tree of its text (:func:`gradgate.engine.lint_source`)."""
     if file_ignored_bytes(data):
         return FileResult(path, source=data, stage="ignored")
     with collector_paused():
-        result = lint_source(path, data, settings.config, fix=fix, unsafe_fixes=unsafe_fixes, edits=edits)
+        result = lint_source(path, data, settings.config, fix=fix, unsafe_fixes=unsafe_fixes, edits=edits, parse=parse)
     return _per_file_ignored(result, settings.config, settings.root or os.getcwd())
 
 

@@ -29,7 +29,7 @@ are the same (the test-suite checks it on every fixture and the fuzz corpus).
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -237,14 +237,16 @@ class _Analysis:
         whole: bool = False,
         project: Project | None = None,
         tree: ast.Module | None = None,
+        parse: Callable[[str], ast.Module] = ast.parse,
     ):
-        """``tree``: the tree of ``text`` where the caller has it (a fix pass's, spliced)."""
+        """``tree``: the tree of ``text`` where the caller has it (a fix pass's, spliced);
+        ``parse`` makes it otherwise (an editor buffer's :class:`~gradgate.model.splice.Reparser`)."""
         self.path = path
         self.text = text
         self.lines = split_lines(text)
         try:
             known = tree if tree is not None else project.tree_of(path, text) if project is not None else None
-            self.tree = known if known is not None else ast.parse(text)
+            self.tree = known if known is not None else parse(text)
         except SyntaxError as exc:
             raise LintError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
         except (RecursionError, MemoryError, ValueError) as exc:
@@ -512,11 +514,14 @@ def lint_source(
     edits: bool = False,
     project: Project | None = None,
     also: frozenset[bytes] = frozenset(),
+    parse: Callable[[str], ast.Module] = ast.parse,
 ) -> FileResult:
     """Lint (and optionally fix) ``data``, the bytes of the file ``path``.
 
     ``unsafe_fixes`` applies the unsafe fixes too; ``edits`` gives each finding with a
-    fix its text edit (LibCST is then imported for files that have one). Never raises
+    fix its text edit (LibCST is then imported for files that have one); ``parse``
+    makes the tree of the decoded text (``ast.parse``; the language server splices the
+    tree of a buffer's previous text, :class:`~gradgate.model.splice.Reparser`). Never raises
     for a file's content: a file that cannot be analysed or fixed is a result with
     ``error`` set.
     """
@@ -529,7 +534,7 @@ def lint_source(
     rules = selected_rules(config)
     text = data.decode(encoding)
     try:
-        analysis = _Analysis(path, text, config, rules, whole=not prefilter, project=project)
+        analysis = _Analysis(path, text, config, rules, whole=not prefilter, project=project, parse=parse)
     except LintError as exc:
         return FileResult(path, error=str(exc), source=data)
     if edits and not fix:

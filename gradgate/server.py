@@ -23,6 +23,7 @@ import asyncio
 import hashlib
 import logging
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -33,6 +34,7 @@ from pygls.workspace import TextDocument
 
 from . import __version__
 from .config import ConfigError
+from .model.splice import Reparser
 from .results import Applicability, FileResult, Finding
 
 log = logging.getLogger("gradgate.server")
@@ -54,6 +56,11 @@ class GradgateServer(LanguageServer):
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.cache: OrderedDict[tuple, FileResult] = OrderedDict()
         self.resolver = self._new_resolver()
+        #: each open document's last tree, the next check's is spliced from
+        self.trees: dict[str, Reparser] = {}
+        #: checks run one at a time (the interpreter's lock would run one anyway): a
+        #: document's tree is then never spliced while an older check still reads it
+        self.checking = threading.Lock()
 
     @staticmethod
     def _new_resolver():
@@ -85,8 +92,12 @@ class GradgateServer(LanguageServer):
             return hit
         if excluded(path, settings):
             result = FileResult(path, source=data, stage="excluded")
+        elif fix:  # the fix's passes splice the trees they make, the buffer's too
+            result = lint_document(path, data, settings, fix=True)
         else:
-            result = lint_document(path, data, settings, fix=fix)
+            with self.checking:
+                parse = self.trees.setdefault(document.uri, Reparser())
+                result = lint_document(path, data, settings, parse=parse)
         self._remember(key, result)
         return result
 
@@ -150,6 +161,7 @@ class GradgateServer(LanguageServer):
         if waiting is not None:
             waiting.cancel()
         self.results.pop(uri, None)
+        self.trees.pop(uri, None)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     def findings(self, uri: str, edits: bool = False) -> Sequence[Finding]:

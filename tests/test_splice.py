@@ -8,11 +8,13 @@ import ast
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gradgate.engine as engine
 from gradgate.config import Config
 from gradgate.engine import lint_source
-from gradgate.model.splice import spliced_tree
+from gradgate.model.splice import Reparser, spliced_tree
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -46,7 +48,20 @@ def _dump(tree: ast.AST) -> str:
         ("x = 1\ny = 2", "x = 1\ny = 3", True),  # no newline at the end
         # not a run of whole statements, or not safe alone: the whole text is parsed
         ("b = f(\n  x); c = 1\nd = 2\n", "b = g(\n  x); c = 1\nd = 2\n", False),
-        ("x = 1\n# comment\ny = 2\n", "x = 1\n# other\ny = 2\n", False),
+        # between statements: the lines changed are parsed alone (comments: nothing)
+        ("x = 1\n# comment\ny = 2\n", "x = 1\n# other\ny = 2\n", True),
+        ("# a\nx = 1\n", "# edit 3\n# a\nx = 1\n", True),  # the language server's benchmark edit
+        ("x = 1\n\ny = 2\n", "x = 1\n\ndef g():\n    return 1\n\ny = 2\n", True),  # a new function
+        ("x = 1\ny = 2\nz = 3\n", "x = 1\nz = 3\n", True),  # a statement deleted
+        ("x = 1\ny = 2\n", "x = 1\n", True),  # the last one
+        ("x = 1\n", "x = 1\ny = 2\n", True),  # one appended
+        ("# only a comment\n", "# only a comment\nx = 1\n", True),  # into an empty module
+        ("x = 1\n\n\ny = 2\nz = 3\n", "x = 1\n# c\ny = 3\nz = 3\n", True),  # a gap and a statement
+        # lines that continue a neighbour, or leave something open: the whole text decides
+        ("if a:\n    x = 1\n\ny = 2\n", "if a:\n    x = 1\nelse:\n    x = 2\ny = 2\n", False),
+        ("def f():\n    return 1\n\ny = 2\n", "def f():\n    return 1\n    z = 1\ny = 2\n", False),
+        ("x = 1\n\ny = 2\n", "x = 1\nz = (\ny = 2\n", False),
+        ("x = 1\n\ny = 2\n", "x = 1\n@decorator\ny = 2\n", False),
         ("from __future__ import annotations\nx = 1\n", "from __future__ import annotations\nx = 2\n", True),
         # a __future__ import is valid only at the top: re-parsed alone it would always be
         ("import os\nfrom __future__ import division\n", "import os\nfrom __future__ import annotations\n", False),
@@ -98,3 +113,64 @@ def test_fixes_of_transformer_engine_splice_the_tree_ast_parse_gives(te_sources:
         result = lint_source(str(path), path.read_bytes(), Config(), fix=True)
         assert result.fixed is not None and result.fixed != result.source
     assert outcomes == ["spliced", "spliced"]
+
+
+#: lines an edit of a buffer may insert, each alone or next to others: statements,
+#: comments, blank lines, and lines that continue or open something
+_LINES = [
+    "x = 1",
+    "# a comment",
+    "",
+    "    y = 2",
+    "else:",
+    "def g(a):",
+    "    return a",
+    "@decorator",
+    "z = (",
+    ")",
+    '"""',
+    "class K:",
+    "    k = 1",
+    "if flag and torch.is_grad_enabled():",
+    "    ub = True",
+    "from __future__ import annotations",
+    "a = 1; b = 2",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 10_000), st.integers(0, 3), st.lists(st.sampled_from(_LINES), max_size=3)),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_a_buffers_trees_through_its_edits_are_the_parsed_trees(edits):
+    """Each edit replaces up to three lines of the buffer with up to three others; after
+    every edit the reparser's tree is ast.parse's (or both raise SyntaxError)."""
+    lines = (FIXTURES / "gg001" / "check_te_shapes.py").read_text().splitlines()
+    reparse = Reparser()
+    reparse("\n".join(lines) + "\n")
+    for at, removed, inserted in edits:
+        at %= len(lines) + 1
+        lines[at : at + removed] = inserted
+        text = "\n".join(lines) + "\n"
+        try:
+            expected = _dump(ast.parse(text))
+        except SyntaxError:
+            with pytest.raises(SyntaxError):
+                reparse(text)
+            continue
+        assert _dump(reparse(text)) == expected
+
+
+def test_the_reparser_splices_an_edit_between_statements():
+    text = "import torch\n\n\ndef f():\n    return torch.is_grad_enabled()\n"
+    reparse = Reparser()
+    first = reparse(text)
+    edited = "# edit 1\n" + text
+    second = reparse(edited)
+    assert second.body[1] is first.body[1]  # the function's node kept, moved a line down
+    assert (second.body[1].lineno, _dump(second)) == (5, _dump(ast.parse(edited)))
+    assert reparse(edited) is second
