@@ -1,10 +1,14 @@
 """A cache of per-file lint results that cannot change a result.
 
-An entry belongs to a file's absolute path and holds the SHA-256 of the content it was
-computed from, the file's status when it was read (size, mtime, inode, device, ctime),
-and the result. A run finds a file's entry by its path; where the status is unchanged the
-result is taken without reading the file, elsewhere the file is read and hashed and the
-entry is used only if the digest agrees. The cache file an entry lives in is named by a
+An entry belongs to a file's absolute path and holds the file's status when it was read
+(size, mtime, inode, device, ctime) and the result; the entry of an analysed file also
+holds the SHA-256 of the content it was computed from. A run finds a file's entry by its
+path; where the status is unchanged the result is taken without reading the file,
+elsewhere the file is read, and an analysed file's entry is used only if the digest of
+what it now holds agrees. A file the bytes pre-filter dropped (or that ignores itself)
+is not hashed: the scan that decides it again costs no more than the hash would (the
+SHA-256 of every file was 33 ms of a 0.5 s cold check of transformers' 2,912 files, of
+which 12 are analysed). The cache file an entry lives in is named by a
 digest of what makes a result valid: gradgate's version and sources (rules included),
 the Python and LibCST versions and the configuration (rule selection included); a change
 to any of them starts from an empty cache.
@@ -177,19 +181,28 @@ class ResultCache:
         return entries if isinstance(entries, dict) else {}
 
     # -- looking up -------------------------------------------------------------------
-    def digest_if_unchanged(self, abspath: str, info: os.stat_result) -> str | None:
-        """The content digest recorded for ``abspath`` if its status is still ``info``."""
+    def get_unchanged(self, abspath: str, info: os.stat_result, path: str) -> FileResult | None:
+        """The cached result of ``abspath``, reported as ``path``, if its status is still
+        ``info``."""
         entry = self._entries.get(abspath)
         if isinstance(entry, dict) and entry.get("stat") == stat_key(info):
-            digest = entry.get("digest")
-            return digest if isinstance(digest, str) else None
+            return self._result(abspath, entry, path)
         return None
+
+    def confirms_content(self, abspath: str) -> bool:
+        """Does the entry of ``abspath`` hold a digest (an analysed file's: its content,
+        hashed, may spare the analysis)?"""
+        entry = self._entries.get(abspath)
+        return isinstance(entry, dict) and isinstance(entry.get("digest"), str)
 
     def get(self, abspath: str, digest: str, path: str) -> FileResult | None:
         """The cached result of ``abspath`` holding content ``digest``, reported as ``path``."""
         entry = self._entries.get(abspath)
         if not isinstance(entry, dict) or entry.get("digest") != digest:
             return None
+        return self._result(abspath, entry, path)
+
+    def _result(self, abspath: str, entry: dict, path: str) -> FileResult | None:
         try:
             findings = tuple(Finding.from_json({**f, "path": path}) for f in entry["findings"])
             error = entry.get("error")
@@ -255,7 +268,11 @@ class ResultCache:
             self.dirty = True
 
     # -- recording --------------------------------------------------------------------
-    def put(self, abspath: str, digest: str, info: os.stat_result | None, now_ns: int, result: FileResult) -> None:
+    def put(
+        self, abspath: str, digest: str | None, info: os.stat_result | None, now_ns: int, result: FileResult
+    ) -> None:
+        """Record ``result``, computed from content of SHA-256 ``digest`` (None: a result
+        the bytes pre-filter or an ``ignore-file`` comment decided, found only by status)."""
         if result.fixed is not None:
             return  # only plain check results are cached
 

@@ -95,10 +95,22 @@ def _real_file(path: str, folders: dict[str, str], link: bool | None = None) -> 
         link = os.path.islink(path)
     if not tail or tail in (os.curdir, os.pardir) or link:
         return os.path.realpath(path)
-    real_head = folders.get(head)
-    if real_head is None:
-        real_head = folders[head] = os.path.realpath(head or os.curdir)
-    return os.path.join(real_head, tail)
+    return os.path.join(_real_folder(head, folders), tail)
+
+
+def _real_folder(folder: str, folders: dict[str, str]) -> str:
+    """``os.path.realpath(folder)``, from the real path of its parent (kept in
+    ``folders`` too) where the folder is no link: one ``lstat`` per folder, not one per
+    component of its path (transformers' 581 folders: 4,600 ``lstat`` calls, 20 ms)."""
+    found = folders.get(folder)
+    if found is None:
+        parent, name = os.path.split(folder)
+        if not name or name in (os.curdir, os.pardir) or os.path.islink(folder):
+            found = os.path.realpath(folder or os.curdir)
+        else:
+            found = os.path.join(_real_folder(parent, folders) if parent else os.path.realpath(os.curdir), name)
+        folders[folder] = found
+    return found
 
 
 def _once(found: list[tuple[Discovered, str]]) -> Iterator[Discovered]:

@@ -38,6 +38,7 @@ from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
 from .model.fixplan import BlockIndex, FixPlan, SourceLines, odd_layout, parent_map, plan, split_lines
 from .model.project import Project
 from .model.splice import spliced_tree
+from .prefilter import may_hold_findings
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
 from .source import SourceError, decode_check, read_source
 from .suppression import suppressed, suppression_comments
@@ -493,15 +494,6 @@ def _comments(text: str) -> int:
         return sum(t.type == tokenize.COMMENT for t in tokenize.generate_tokens(lines))
     except (tokenize.TokenError, SyntaxError):
         return text.count("#")
-
-
-def may_hold_findings(data: bytes, config: Config, also: frozenset[bytes] = frozenset()) -> bool:
-    """The bytes pre-filter: a file with none of these tokens reads no grad mode
-    (``also``: names of functions of other files that return grad mode)."""
-    gate = config.prefilter_gate()
-    if (gate is None or gate in data) and any(token in data for token in config.prefilter_tokens()):
-        return True
-    return any(name in data for name in also)
 
 
 def lint_source(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from .config import Config
 from .discovery import Discovered, discover
+from .prefilter import may_hold_findings
 from .results import FileResult
 from .source import SourceError, read_source
 from .suppression import file_ignored_bytes
@@ -57,13 +58,6 @@ def lint_source(path: str, data: bytes, config: Config, **options: object) -> Fi
     from .engine import lint_source as analyse
 
     return analyse(path, data, config, **options)  # type: ignore[arg-type]
-
-
-def may_hold_findings(data: bytes, config: Config, also: frozenset[bytes] = frozenset()) -> bool:
-    """:func:`gradgate.engine.may_hold_findings` (the bytes pre-filter), imported as late."""
-    from .engine import may_hold_findings as may_hold
-
-    return may_hold(data, config, also)
 
 
 def _per_file_ignored(result: FileResult, config: Config, root: str | None) -> FileResult:
@@ -302,6 +296,12 @@ def _second_pass(
             if not may_hold_findings(source.data, config, also):
                 continue
             del held[index]
+            if file_ignored_bytes(source.data):  # `# gradgate: ignore-file`
+                ignored = FileResult(item.path, stage="ignored")
+                if cache is not None:
+                    cache.put(os.path.abspath(item.path), None, source.info, now_ns, ignored)
+                yield index, ignored
+                continue
             job = _job(item.path, source.data, config, options, roots, also)
             result = _analyse(job)
             names.update(result.exports)
@@ -365,8 +365,7 @@ def _run(
                 info = os.stat(item.path)
             except OSError:
                 info = None
-            digest = cache.digest_if_unchanged(abspath, info) if info is not None else None
-            hit = cache.get(abspath, digest, item.path) if digest is not None else None
+            hit = cache.get_unchanged(abspath, info, item.path) if info is not None else None
             if hit is not None:  # status unchanged: not read at all
                 if hit.stage == "prefilter":
                     held[index] = hit
@@ -379,27 +378,26 @@ def _run(
             results[index] = FileResult(item.path, error=str(exc))
             continue
         data = source.data
-        if cache is not None:
+        digest = None
+        if cache is not None and cache.confirms_content(abspath):
             digest = content_key(data)
             hit = cache.get(abspath, digest, item.path)
             if hit is not None:  # touched, not changed
                 cache.refresh(abspath, source.info, now_ns)
-                if hit.stage == "prefilter":
-                    held[index] = hit
-                else:
-                    results[index] = hit
+                results[index] = hit
                 continue
-            recorded[index] = (abspath, digest, source.info)
+        if options.prefilter and not may_hold_findings(data, config):
+            held[index] = prefiltered = FileResult(item.path, stage="prefilter")
+            if cache is not None:  # decided by a scan of the bytes: found again by status only
+                cache.put(abspath, None, source.info, now_ns, prefiltered)
+            continue
         if file_ignored_bytes(data):  # `# gradgate: ignore-file`
             results[index] = ignored = FileResult(item.path, stage="ignored")
             if cache is not None:
-                cache.put(*recorded.pop(index), now_ns, ignored)
+                cache.put(abspath, None, source.info, now_ns, ignored)
             continue
-        if options.prefilter and not may_hold_findings(data, config):
-            held[index] = prefiltered = FileResult(item.path, stage="prefilter")
-            if cache is not None:
-                cache.put(*recorded.pop(index), now_ns, prefiltered)
-            continue
+        if cache is not None:
+            recorded[index] = (abspath, digest or content_key(data), source.info)
         job = _job(item.path, data, config, options, roots)
         pending.append((index, job))
 

@@ -113,7 +113,7 @@ def test_the_prefilter_scans_for_what_every_token_holds_first():
     inside another is not scanned for; the function names of other files still count."""
     from dataclasses import replace
 
-    from gradgate.engine import may_hold_findings
+    from gradgate.prefilter import may_hold_findings
 
     config = Config()
     assert config.prefilter_tokens() == (b"grad_enabled", b"grad_mode_enabled", b"is_inference_mode_enabled")
