@@ -37,6 +37,11 @@ def display_path(path: str, cwd: str | None = None) -> str:
     absolute path below it, and never starting with ``./`` (otherwise as given)."""
     if os.path.isabs(path):
         base = cwd or os.getcwd()
+        # the common case (a file below the working directory) without relpath's walk
+        # over both paths' components: a third of collecting transformers' 2,912 files
+        normal, above = os.path.normpath(path), os.path.join(os.path.normpath(base), "")
+        if normal.startswith(above) and len(normal) > len(above):
+            return normal[len(above) :]
         try:
             relative = os.path.relpath(path, base)
         except ValueError:  # another drive
@@ -139,11 +144,12 @@ def collect(
     gitignore = GitIgnore() if respect_gitignore else None
     targets: list[Target] = []
     seen: set[str] = set()
+    cwd = os.getcwd()
     for argument in paths:
         explicit_file = not os.path.isdir(argument)
         stop = None if force_exclude else os.path.abspath(argument)
         for item in discover([argument], exclude):
-            shown = display_path(item.path)
+            shown = display_path(item.path, cwd)
             key = os.path.abspath(item.path)
             if key in seen:
                 continue
