@@ -682,6 +682,20 @@ def snapshot_gradgate(scratch: Path) -> tuple[str, str]:
     return str(target), digest.hexdigest()[:12]
 
 
+def editable_finder() -> str:
+    """The ``__editable__`` finder files of this interpreter's site folders ("none" if
+    there are none): an editable install imports its finder at every start."""
+    import site
+
+    found = sorted(
+        p.name
+        for folder in {*site.getsitepackages(), site.getusersitepackages()}
+        if os.path.isdir(folder)
+        for p in Path(folder).glob("__editable__*")
+    )
+    return ", ".join(found) or "none"
+
+
 def plain_env() -> dict[str, str]:
     """The environment of every command: no tool cache or bytecode settings inherited.
 
@@ -1329,6 +1343,7 @@ def main(argv: list[str] | None = None) -> int:
                 snapshot = "none (the copy did not import; ran the live checkout)"
         box = make_toolbox(args, cache)
         box.versions["gradgate_source"] = snapshot
+        box.versions["editable_finder"] = editable_finder()
         if "fixit" in skip:
             box.fixit = None
             box.versions["fixit"] += " (skipped)"
@@ -1704,13 +1719,17 @@ def measure_lsp(box: Toolbox, info: dict[str, Any], edits: int, timeout: float) 
     if "--edits" in helptext:
         cmd += ["--edits", str(edits)]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=timeout, cwd=str(REPO))
+        # run outside the checkout: the script and its server import the snapshot
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, env=env, check=False, timeout=timeout, cwd=str(info["root"].parent)
+        )
     except subprocess.TimeoutExpired:
         return {"available": True, "command": shlex.join(cmd), "failed": f"timed out after {timeout:g} s"}
     out = done.stdout + done.stderr
     median = re.search(r"median ([\d.]+) ms of (\d+) edits", out)
     engine = re.search(r"engine alone[^\n]*?median ([\d.]+) ms", out)
     inside = re.search(r"edits inside \w+: median ([\d.]+) ms", out)
+    source = re.search(r"gradgate from (\S+)", out)
     result: dict[str, Any] = {
         "available": True,
         "command": shlex.join(cmd),
@@ -1724,6 +1743,7 @@ def measure_lsp(box: Toolbox, info: dict[str, Any], edits: int, timeout: float) 
     result["edits"] = int(median.group(2))
     result["engine_ms"] = float(engine.group(1)) if engine else None
     result["inside_ms"] = float(inside.group(1)) if inside else None
+    result["gradgate"] = source.group(1) if source else None
     return result
 
 
@@ -1750,7 +1770,16 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
         f"{(m['ram_bytes'] or 0) / (1 << 30):.1f} GiB RAM, Linux {m['kernel']}; "
         f"load average at start {m['loadavg_start'][0]:.2f}, at end {m['loadavg_end'][0]:.2f}"
     )
-    out.append(f"- Python {v['python']}; libcst {v['libcst']}")
+    finder = v.get("editable_finder")
+    out.append(
+        f"- Python {v['python']}; libcst {v['libcst']}"
+        + (
+            ""
+            if finder is None
+            else f"; an editable install's finder in this venv: {finder} (it costs every Python command "
+            "of the run, gradgate's and `import libcst` alike, its start-up; a user's install has none)"
+        )
+    )
     out.append(
         f"- gradgate: {v['gradgate']} (commit {v['gradgate_commit']}, uncommitted changes in "
         f"gradgate/ or rules/: {v['gradgate_modified']}; code run: {v.get('gradgate_source', '?')}); "
@@ -1981,7 +2010,15 @@ def render(report: dict[str, Any], args: argparse.Namespace) -> str:
                     f"- the same line added in the middle of the file instead, inside `_LayerNormMLP` (the "
                     f"server re-parses that class, 60 % of the file): median {inside:.1f} ms"
                 )
-            out.append(f"- command: `{lsp['command']}` (it runs the checkout's gradgate, not the snapshot)")
+            ran = lsp.get("gradgate")
+            out.append(
+                f"- command: `{lsp['command']}`"
+                + (
+                    f" (it ran the gradgate in `{ran}`)"
+                    if ran
+                    else " (it runs the checkout's gradgate, not the snapshot)"
+                )
+            )
         if lsp.get("available") and lsp.get("noise"):
             out.append(f"- {fmt_noise(lsp.get('noise'))}")
         out.append("")

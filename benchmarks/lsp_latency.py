@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import statistics
 import subprocess
 import sys
@@ -32,6 +33,9 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 HERE = Path(__file__).resolve().parent
+#: whether this interpreter imports a gradgate of its own (on PYTHONPATH, installed);
+#: else the checkout's is run (it needs the editable install's finder for gradgate.rules)
+IMPORTABLE = importlib.util.find_spec("gradgate") is not None
 MLP = "transformer_engine/pytorch/module/layernorm_mlp.py"
 
 
@@ -78,7 +82,9 @@ async def measure(path: Path, edits: int, debounce_ms: float) -> dict[str, list[
             arrived[params.version] = time.perf_counter()
             events.setdefault(params.version, asyncio.Event()).set()
 
-    await client.start_io(sys.executable, "-m", "gradgate", "server", cwd=str(HERE.parent))
+    # the gradgate this interpreter imports (the benchmark's snapshot on PYTHONPATH, an
+    # installed one), else this checkout's
+    await client.start_io(sys.executable, "-m", "gradgate", "server", cwd=None if IMPORTABLE else str(HERE.parent))
     await client.initialize_async(
         types.InitializeParams(
             capabilities=types.ClientCapabilities(), initialization_options={"debounce": debounce_ms}
@@ -135,7 +141,8 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=20)
     parser.add_argument("--debounce", type=float, default=0, help="server debounce in ms (default 0)")
     args = parser.parse_args()
-    sys.path.insert(0, str(HERE.parent))
+    if not IMPORTABLE:
+        sys.path.insert(0, str(HERE.parent))
     with tempfile.TemporaryDirectory() as temporary:
         root = args.te or download_te(Path(temporary))
         path = (root / MLP).resolve()
@@ -156,6 +163,9 @@ def main() -> None:
     print(
         f"engine alone (lint_source, same text): median {base * 1000:.1f} ms; server/engine ratio {median / base:.2f}x"
     )
+    import gradgate
+
+    print(f"gradgate from {Path(gradgate.__file__).parent}")
 
 
 if __name__ == "__main__":
