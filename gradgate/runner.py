@@ -190,28 +190,40 @@ def _analyse(job: Job) -> FileResult:
 WORKER_START_S = 0.05
 #: and where it makes fixes or their edits: LibCST imported again in it
 WORKER_LIBCST_S = 0.2
-#: how fast one process analyses the files that pass the pre-filter, the modules they
-#: call included (bytes per second; TransformerEngine 2.20.2's 18 such files, 1.27 MB,
-#: took 0.55-0.7 s of CPU on a 2-CPU VM; five of its module files, 538 kB, 0.5 s)
-ANALYSIS_BYTES_PER_S = 2_000_000
+#: how fast one process parses and indexes a file that passes the pre-filter, the
+#: modules it calls included (bytes per second), and what interpreting the functions
+#: around one spelled grad-mode read costs: fitted to one process's analysis of the
+#: files that pass the pre-filter in TransformerEngine 2.20.2 (18 files, 1.27 MB, 144
+#: reads: 0.45 s) and transformers 5.24.0 (12 files, 489 kB, 17 reads: 0.13 s); by size
+#: alone transformers' files looked like a third of TE's work, not a fifth, and got two
+#: workers that made its check slower
+PARSE_BYTES_PER_S = 4_500_000
+SECONDS_PER_READ = 0.0015
 
 
-def _workers(options: RunOptions, pending_bytes: Sequence[int]) -> int:
-    """How many processes analyse the ``pending_bytes`` files: one, unless the work they
-    hold (estimated from their sizes) pays for starting each further worker."""
+def analysis_seconds(data: bytes, config: Config) -> float:
+    """What analysing a file that passed the pre-filter is expected to cost, from its
+    bytes: parsing by their size, interpreting by the grad-mode reads they spell."""
+    reads = sum(data.count(token) for token in config.prefilter_tokens())
+    return len(data) / PARSE_BYTES_PER_S + reads * SECONDS_PER_READ
+
+
+def _workers(options: RunOptions, costs: Sequence[float]) -> int:
+    """How many processes analyse files of these expected costs (seconds,
+    :func:`analysis_seconds`): one, unless the work pays for starting each further worker."""
     jobs = options.jobs if options.jobs is not None else (os.cpu_count() or 1)
-    if len(pending_bytes) < PARALLEL_THRESHOLD:
+    if len(costs) < PARALLEL_THRESHOLD:
         return 1
-    serial_s = sum(pending_bytes) / ANALYSIS_BYTES_PER_S
+    serial_s = sum(costs)
     start_s = WORKER_START_S + (WORKER_LIBCST_S if options.fix or options.edits else 0.0)
     # n workers take serial_s / n + n * start_s: best at sqrt(serial_s / start_s)
     best = int((serial_s / start_s) ** 0.5)
-    return max(1, min(jobs, len(pending_bytes) // 2, best))
+    return max(1, min(jobs, len(costs) // 2, best))
 
 
-def _shares(sizes: Sequence[int], workers: int) -> list[range]:
+def _shares(sizes: Sequence[float], workers: int) -> list[range]:
     """The files split into ``workers`` runs of consecutive files (discovery order) of
-    about equal bytes. A package's files go to one worker, which parses the modules they
+    about equal expected cost (``sizes``). A package's files go to one worker, which parses the modules they
     call once for all of them; dealt out in small chunks, each worker parsed nearly all
     of them (TransformerEngine, two workers: 0.3 s more CPU than one process, and no
     faster)."""
@@ -247,7 +259,8 @@ def _discovered(paths: Sequence[str], config: Config, skipped: Callable[[str, st
 def _analysed(jobs: list[tuple], options: RunOptions) -> tuple[Iterator[FileResult], ProcessPoolExecutor | None]:
     """The results of ``jobs``, in their order: analysed in this process, or by a pool of
     workers that die with this process (the pool is returned to be shut down)."""
-    workers = _workers(options, [len(job[1]) for job in jobs])
+    costs = [analysis_seconds(job[1], job[2]) for job in jobs]
+    workers = _workers(options, costs)
     if workers == 1:
         return map(_analyse, jobs), None
     import multiprocessing
@@ -262,7 +275,7 @@ def _analysed(jobs: list[tuple], options: RunOptions) -> tuple[Iterator[FileResu
         initializer=die_with_parent,
         initargs=(os.getpid(),),
     )
-    shares = [pool.submit(_analyse_share, jobs[r.start : r.stop]) for r in _shares([len(j[1]) for j in jobs], workers)]
+    shares = [pool.submit(_analyse_share, jobs[r.start : r.stop]) for r in _shares(costs, workers)]
     return (result for share in shares for result in share.result()), pool
 
 

@@ -477,19 +477,31 @@ def test_results_keep_bytes_only_of_files_with_findings(tmp_path):
     assert results == {"bug.py": BUGGY.encode(), "clean.py": None, "plain.py": None}
 
 
-def test_workers_only_when_the_bytes_that_reach_analysis_pay_for_them():
+def test_workers_only_when_the_work_that_reaches_analysis_pays_for_them():
     from gradgate.runner import _workers
 
     options = RunOptions(jobs=8)
-    assert _workers(options, [60_000] * 18) == 3  # TransformerEngine: 18 files, 1.1 MB
-    assert _workers(RunOptions(jobs=2), [60_000] * 18) == 2
-    assert _workers(RunOptions(jobs=8, edits=True), [60_000] * 18) == 1  # each would import LibCST
-    assert _workers(options, [20_000] * 18) == 1  # 0.36 MB: 0.18 s of work
-    assert _workers(options, [108_000] * 5) == 2  # a pre-commit batch of five TE modules
-    assert _workers(options, [200_000] * 3) == 1  # fewer than PARALLEL_THRESHOLD files
-    assert _workers(options, [60_000] * 200) == 8  # 12 MB: ~6 s of work
-    assert _workers(RunOptions(jobs=8, fix=True), [60_000] * 200) == 4
-    assert _workers(RunOptions(jobs=2), [60_000] * 2000) == 2
+    assert _workers(options, [0.03] * 18) == 3  # TransformerEngine: 18 files, 0.5 s of work
+    assert _workers(RunOptions(jobs=2), [0.03] * 18) == 2
+    assert _workers(RunOptions(jobs=8, edits=True), [0.03] * 18) == 1  # each would import LibCST
+    assert _workers(options, [0.011] * 12) == 1  # transformers: 12 files, 0.13 s
+    assert _workers(options, [0.06] * 5) == 2  # a pre-commit batch of five TE modules
+    assert _workers(options, [0.2] * 3) == 1  # fewer than PARALLEL_THRESHOLD files
+    assert _workers(options, [0.03] * 200) == 8  # ~6 s of work
+    assert _workers(RunOptions(jobs=8, fix=True), [0.03] * 200) == 4
+    assert _workers(RunOptions(jobs=2), [0.03] * 2000) == 2
+
+
+def test_the_work_of_a_file_is_told_by_its_size_and_the_grad_mode_reads_it_spells():
+    """Two files of one size: the one that reads grad mode five times is expected to
+    cost five reads more (interpreting the functions around them)."""
+    from gradgate.runner import PARSE_BYTES_PER_S, SECONDS_PER_READ, analysis_seconds
+
+    plain = b"x = 1\n" * 1000
+    reading = b"torch.is_grad_enabled()\n" * 5
+    reading += b"x" * (len(plain) - len(reading))
+    assert analysis_seconds(plain, Config()) == len(plain) / PARSE_BYTES_PER_S
+    assert analysis_seconds(reading, Config()) == len(plain) / PARSE_BYTES_PER_S + 5 * SECONDS_PER_READ
 
 
 def test_workers_get_runs_of_consecutive_files_of_equal_bytes():
