@@ -3,8 +3,10 @@ the pre-filters give the same results, in the same order, as the plain engine.""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
+import pytest
 from conftest import run_cli
 
 from gradgate.config import Config
@@ -124,3 +126,27 @@ def test_the_prefilter_scans_for_what_every_token_holds_first():
     unused = replace(config, extend_select=("GG100",))
     assert unused.prefilter_gate() is None  # `gradgate:` shares nothing with the others
     assert may_hold_findings(b"x = 1  # gradgate: ignore[GG001]", unused)
+
+
+@pytest.mark.parametrize("cwd", ["/tmp", "/tmp/", "/", "/tmp/x", "//tmp", "/tmp/./x/.."])
+def test_a_shown_path_is_relpaths_below_the_working_directory_else_the_path_as_given(cwd):
+    """``display_path`` works lexically (no ``relpath``): it must say what relpath says
+    for a path below the working directory, and give any other path back as it came."""
+    from gradgate.targets import display_path
+
+    for path in (
+        "/tmp/a.py",
+        "/tmp//x/./y.py",
+        "/tmp/x/../z.py",
+        "/etc/passwd",
+        "/tmp",
+        "/tmp/",
+        "/tmpx/a.py",
+        "/",
+        "/tmp/x/..",
+        "//tmp/a.py",
+        "/../tmp/a.py",
+    ):
+        relative = os.path.relpath(path, cwd)
+        assert display_path(path, cwd) == (path if relative.startswith(os.pardir) else relative)
+    assert display_path("./pkg/./a.py") == "pkg/./a.py"  # a relative path: only a leading ./ goes
