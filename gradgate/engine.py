@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from .config import Config
 from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
-from .model.fixplan import BlockIndex, FixPlan, SourceLines, odd_layout, parent_map, plan, split_lines
+from .model.fixplan import BlockIndex, FixPlan, SourceLines, odd_layout, parent_map, plan
+from .model.lines import split_lines
 from .model.project import Project
 from .model.splice import spliced_tree
 from .prefilter import may_hold_findings
@@ -252,7 +253,7 @@ class _Analysis:
             raise LintError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
         except (RecursionError, MemoryError, ValueError) as exc:
             raise LintError(f"cannot parse: {type(exc).__name__}") from None
-        self.source = SourceLines(text, self.tree)
+        self.source = SourceLines(text, self.tree, self.lines)
         try:
             self.model = ModuleAnalysis(self.tree, config, None if whole else text, project, path, self.lines)
         except RecursionError:

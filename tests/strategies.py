@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from gradgate.config import Config
 from gradgate.engine import lint_source
-from gradgate.model.fixplan import split_lines
+from gradgate.model.lines import split_lines
 from gradgate.source import SourceError, decode_check
 
 CONFIG = Config()

@@ -22,7 +22,7 @@ from ..config import Config
 from .bdd import BudgetExceeded, Manager
 from .index import FunctionInfo, ModuleIndex, fed_training_parameters, mentions_training
 from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
-from .lines import LineIndex
+from .lines import LineIndex, split_lines
 from .project import Callee, Project, module_name, reference
 from .summary import part_of
 from .values import Step, Value
@@ -59,14 +59,14 @@ class ModuleAnalysis:
         (None: this module alone). ``source_lines``: the text's lines, for columns."""
         self.tree = tree
         self.config = config
-        self._lines = lines = LineIndex(text) if text is not None else None
+        if source_lines is None:
+            source_lines = split_lines(text or "")
+        self._lines = lines = LineIndex(text, source_lines) if text is not None else None
         self.project = project if project is not None else Project(config)
         package = module_name(path)[1] if project is not None and not path.startswith("<") else None
         self.index = ModuleIndex(
             tree, config, (lambda w: lines.lines_with({w})) if lines is not None else None, package
         )
-        if source_lines is None:
-            source_lines = (text or "").splitlines(keepends=True)
         self.module = self.project.register(path, tree, self.index, source_lines)
         self.bdd = Manager()
         self.context = Context(self.index, self.bdd, self.project, self.module)

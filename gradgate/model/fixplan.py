@@ -12,10 +12,10 @@ carries a plan out (:mod:`gradgate.fixes`); it decides nothing.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 
 from .analysis import parents_of
+from .lines import split_lines
 
 #: a span: first line, first column, last line, end column (1-based lines, 0-based
 #: columns counted in characters, end exclusive)
@@ -41,14 +41,6 @@ class FixPlan:
     elif_clause: bool = False
 
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their own endings, split where CPython's tokenizer splits them."""
-    return _LINE.findall(text)
-
-
 def odd_layout(text: str) -> bool:
     """Form feeds or lone CRs: where LibCST's tokenizer, CPython's and a count of "\\n"
     may part on what a line is. A fix spliced into such a file is re-read by LibCST
@@ -60,8 +52,9 @@ def odd_layout(text: str) -> bool:
 class SourceLines:
     """The file's lines, for positions in characters and for comments."""
 
-    def __init__(self, text: str, tree: ast.Module | None = None) -> None:
-        self.lines = split_lines(text)
+    def __init__(self, text: str, tree: ast.Module | None = None, lines: list[str] | None = None) -> None:
+        """``lines``: :func:`split_lines` of ``text``, where the caller has them."""
+        self.lines = lines if lines is not None else split_lines(text)
         self._encoded: dict[int, bytes] = {}
         self._comment_cache: dict[tuple[int, int], set[tuple[int, int]]] = {}
         self._tops = list(tree.body) if tree is not None else []

@@ -8,6 +8,7 @@ the scope that holds the ``def`` (see :mod:`gradgate.model.interpret`).
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -183,10 +184,10 @@ class ModuleIndex:
         self.classes: dict[str, ClassInfo] = {}
         #: names the module binds at its top level (assignments, imports, defs)
         self.module_names = _bound_at_top(tree)
+        self._lines = lines
         self._collect(tree.body, prefix="", owner=None)
         self._calls: dict[str, tuple[list[ast.Call], list[ast.Name | ast.Attribute]]] = {}
         self._referenced: dict[str, set[str]] = {}
-        self._lines = lines
         self._mark_backward()
         self._communicates: dict[tuple[str, bool], bool] = {}
         self._fed: dict[tuple[str, str], int] | None = None
@@ -209,7 +210,8 @@ class ModuleIndex:
                 self.by_node[statement] = info
                 if owner is not None:
                     self.classes[owner].methods.setdefault(statement.name, qualname)
-                self._collect_nested(statement.body, f"{qualname}.<locals>.", owner)
+                if self._may_nest(statement):
+                    self._collect_nested(statement.body, f"{qualname}.<locals>.", owner)
             elif isinstance(statement, ast.ClassDef):
                 name = f"{prefix}{statement.name}"
                 bases = [qualify(d, self.aliases) for d in (dotted(b) for b in statement.bases) if d]
@@ -230,6 +232,16 @@ class ModuleIndex:
                     self._collect(block, prefix, owner)
         for info_class in self.classes.values():
             info_class.autograd_function = self._is_autograd_function(info_class)
+
+    def _may_nest(self, function: FunctionNode) -> bool:
+        """Could ``function`` hold a nested ``def``: does a line below its ``def`` line
+        spell one? Most functions hold none, and looking for them walked every statement
+        of every function of every module a run parses."""
+        if self._lines is None:
+            return True
+        lines = self._lines("def")
+        at = bisect.bisect_right(lines, function.lineno)
+        return at < len(lines) and lines[at] <= (function.end_lineno or function.lineno)
 
     def _collect_nested(self, body: list[ast.stmt], prefix: str, owner: str | None = None) -> None:
         """Functions nested in a function; in a method they see its ``self`` (``owner``)."""
@@ -319,8 +331,6 @@ class ModuleIndex:
         every = ["", *self.functions]
         if self._lines is None:
             return every
-        import bisect
-
         lines = self._lines(word)
         if not lines:
             return []

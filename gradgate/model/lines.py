@@ -1,18 +1,31 @@
-"""Where words occur in a module's text, by line: the pre-filter that lets the model skip
-the functions that cannot hold what a question looks for."""
+"""A module's lines as CPython's tokenizer splits them, and where words occur in them:
+the pre-filter that lets the model skip the functions that cannot hold what a question
+looks for."""
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their own endings, split where CPython's tokenizer splits them."""
+    return _LINE.findall(text)
 
 
 class LineIndex:
     """Line numbers of the places where words occur in a text."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, lines: list[str] | None = None) -> None:
+        """``lines``: :func:`split_lines` of ``text``, where the caller has them."""
         self._text = text
-        self._starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+        if lines is not None:
+            self._starts = list(itertools.accumulate(map(len, lines), initial=0))
+        else:
+            self._starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
         self._found: dict[frozenset[str], list[int]] = {}
 
     def lines_with(self, words: set[str]) -> list[int]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from ..config import Config
 from .bdd import BudgetExceeded, Manager
 from .index import FunctionInfo, ModuleIndex, dotted, own_statements, qualify
-from .lines import LineIndex
+from .lines import LineIndex, split_lines
 from .summary import EMPTY, Effect, FunctionSummary, PlaceMaker, compose, summarise
 from .types import TypeHints
 from .values import SUPER, FunctionRef
@@ -251,9 +251,9 @@ class Project:
             return None
         self.parsed.append(path)
         package = name if os.path.basename(path) == "__init__.py" else name.rpartition(".")[0]
-        words = LineIndex(text)
+        lines = split_lines(text)
+        words = LineIndex(text, lines)
         index = ModuleIndex(tree, self.config, lambda word: words.lines_with({word}), package)
-        lines = text.splitlines(keepends=True)
         module = ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(_shown(path), lines))
         self._by_path[os.path.abspath(path)] = module
         self._keep(os.path.abspath(path), len(text))
