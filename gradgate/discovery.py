@@ -52,6 +52,8 @@ class Discovered:
 
 
 def _excluded(path: str, patterns: tuple[str, ...]) -> bool:
+    if not patterns:
+        return False
     normal = path.replace(os.sep, "/")
     if normal.startswith("./"):
         normal = normal[2:]
