@@ -15,10 +15,11 @@ from conftest import ROOT
 
 pytest.importorskip("pygls")
 SCRIPT = Path(__file__).parent / "data" / "nvim_diagnostics.lua"
+EDITS = Path(__file__).parent / "data" / "nvim_edits.lua"
 
 
-@pytest.mark.skipif(shutil.which("nvim") is None, reason="nvim (Debian: neovim) is not installed")
-def test_neovim_receives_the_two_layernorm_mlp_findings(te_sources, tmp_path):
+def _nvim(script: Path, te_sources: Path, tmp_path: Path) -> object:
+    """Run ``script`` in a headless Neovim on TE's ``layernorm_mlp.py``; its JSON output."""
     out = tmp_path / "diagnostics.json"
     env = {
         **os.environ,
@@ -32,17 +33,32 @@ def test_neovim_receives_the_two_layernorm_mlp_findings(te_sources, tmp_path):
         "XDG_STATE_HOME": str(tmp_path / "state"),
     }
     result = subprocess.run(
-        ["nvim", "--headless", "-u", "NONE", "-i", "NONE", "-c", f"luafile {SCRIPT}"],
+        ["nvim", "--headless", "-u", "NONE", "-i", "NONE", "-c", f"luafile {script}"],
         cwd=te_sources,
         env=env,
         capture_output=True,
-        timeout=120,
+        timeout=180,
         stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 0, result.stderr.decode()[-2000:]
-    found = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+@pytest.mark.skipif(shutil.which("nvim") is None, reason="nvim (Debian: neovim) is not installed")
+def test_neovim_receives_the_two_layernorm_mlp_findings(te_sources, tmp_path):
+    found = _nvim(SCRIPT, te_sources, tmp_path)
     assert [(d["line"], d["column"], d["code"], d["source"]) for d in found] == [
         (388, 43, "GG001", "gradgate"),
         (389, 43, "GG001", "gradgate"),
     ]
     assert "`ub_overlap_ag`" in found[0]["message"] and "`ub_overlap_rs`" in found[1]["message"]
+
+
+@pytest.mark.skipif(shutil.which("nvim") is None, reason="nvim (Debian: neovim) is not installed")
+def test_neovim_edits_move_the_findings_with_their_lines(te_sources, tmp_path):
+    """Two edits typed into the buffer (sent as incremental changes): comments at the top,
+    then one inside ``_LayerNormMLP`` above the flagged lines. The server splices each
+    tree from the one before (``Reparser``); the findings must move as a parse of the
+    whole text would put them."""
+    rounds = _nvim(EDITS, te_sources, tmp_path)
+    assert rounds == [[388, 389], [391, 392], [392, 393]]
