@@ -3,9 +3,10 @@
 :func:`run` yields one :class:`~gradgate.engine.FileResult` per discovered file, in
 discovery order whatever the parallelism. With a cache, a file whose status (size, mtime,
 inode, ctime) is unchanged is not even read; the others are read once, in this process.
-Those the bytes pre-filter drops cost nothing more; the rest are analysed here or, when
-their size pays for it, by a pool of worker processes that die with this one. Results
-keep the file's bytes only where they have findings or a fix.
+Those the bytes pre-filter drops cost nothing more (the cache keeps them by status, not
+by a digest of their bytes); the rest are analysed here or, when their expected cost
+(:func:`analysis_seconds`) pays for it, by a pool of worker processes that die with this
+one. Results keep the file's bytes only where they have findings or a fix.
 """
 
 from __future__ import annotations
@@ -223,10 +224,10 @@ def _workers(options: RunOptions, costs: Sequence[float]) -> int:
 
 def _shares(sizes: Sequence[float], workers: int) -> list[range]:
     """The files split into ``workers`` runs of consecutive files (discovery order) of
-    about equal expected cost (``sizes``). A package's files go to one worker, which parses the modules they
-    call once for all of them; dealt out in small chunks, each worker parsed nearly all
-    of them (TransformerEngine, two workers: 0.3 s more CPU than one process, and no
-    faster)."""
+    about equal expected cost (``sizes``). A package's files go to one worker, which
+    parses the modules they call once for all of them; dealt out in small chunks, each
+    worker parsed nearly all of them (TransformerEngine, two workers: 0.3 s more CPU than
+    one process, and no faster)."""
     prefix = list(itertools.accumulate(sizes, initial=0))
     bounds = [0]
     for k in range(1, workers):
