@@ -456,6 +456,30 @@ def test_a_warm_run_reads_no_file_content(tmp_path, monkeypatch):
     ]
 
 
+def test_a_file_the_prefilter_drops_is_cached_by_status_and_never_hashed(tmp_path, monkeypatch):
+    """Its entry holds no digest: touched, it is scanned again rather than hashed; given a
+    grad-mode read, it is analysed. An analysed file's entry keeps its digest."""
+    monkeypatch.setattr(cache_module, "RACY_NS", 0)
+    tree = _tree(tmp_path)
+    options = RunOptions(cache_dir=str(tmp_path / "cache"))
+    list(run([str(tree)], Config(), options))
+    (cache_file,) = (tmp_path / "cache").glob("results-*.json")
+    entries = json.loads(cache_file.read_bytes().partition(b"\n")[2])["entries"]
+    assert entries[str(tree / "plain.py")]["digest"] is None
+    assert entries[str(tree / "bug.py")]["digest"] == cache_module.content_key(BUGGY.encode())
+    hashed = []
+    real_key = cache_module.content_key
+    monkeypatch.setattr(cache_module, "content_key", lambda data: hashed.append(data) or real_key(data))
+    os.utime(tree / "plain.py")
+    touched = [(os.path.basename(r.path), r.stage) for r in run([str(tree)], Config(), options)]
+    assert touched == [("bug.py", "cache"), ("clean.py", "cache"), ("plain.py", "prefilter")]
+    assert hashed == []
+    (tree / "plain.py").write_text("import torch\n\nflag = torch.is_grad_enabled()\n")
+    old(tree / "plain.py")
+    edited = [(os.path.basename(r.path), r.stage) for r in run([str(tree)], Config(), options)]
+    assert edited == [("bug.py", "cache"), ("clean.py", "cache"), ("plain.py", "ast")]
+
+
 def test_a_file_modified_just_now_is_not_trusted_by_its_status(tmp_path, monkeypatch):
     monkeypatch.setattr(cache_module, "RACY_NS", 300_000_000)
     tree = tmp_path / "tree"
