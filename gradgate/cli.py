@@ -454,6 +454,7 @@ def check(
     report_unused_ignores,
 ) -> None:
     """Report grad-mode gated forward decisions under PATHS (default: .; `-`: standard input)."""
+    _collector_off()
     from .results import Finding
 
     edits = output_format in ("json", "sarif") or show_fixes  # for the consumers that show or apply them
@@ -576,6 +577,7 @@ def fix(
     With `-` the fixed standard input goes to standard output, the findings left to
     standard error.
     """
+    _collector_off()
     from dataclasses import replace
 
     from . import reporters
@@ -674,10 +676,8 @@ def server() -> None:
         raise click.UsageError(
             f"the language server needs pygls and lsprotocol ({exc}): install gradgate with the `lsp` extra"
         ) from None
-    # a long-lived process: the cyclic collector on, as in any library (main turned it
-    # off for the command line's one-shot commands)
+    # a long-lived process: the collector's first generation is made less eager
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
-    gc.enable()
     serve()
 
 
@@ -707,15 +707,26 @@ def explain(code: str) -> None:
 GC_THRESHOLD = 30_000
 
 
+def _collector_off() -> None:
+    """The cyclic collector off for the rest of a ``check`` or ``fix``, which end the
+    process when they end (:func:`_exit_now`). A run keeps it off anyway and runs a young
+    pass of its own now and then (runner's ``_collect_now_and_then``); turned back on
+    when the run ended, the collector's first pass scanned every object the run had made
+    since its start, all of them still alive (270,000 on a TransformerEngine check), for
+    nothing. (The server, ``harness`` and ``witness`` keep it: they run long, or run
+    torch.) Only under :func:`main`: the command called in-process (click's test
+    runner) leaves the caller's collector alone."""
+    if _UNDER_MAIN:
+        gc.disable()
+
+
+#: whether :func:`main` runs the command (and ends the process after it)
+_UNDER_MAIN = False
+
+
 def main() -> None:
-    # A one-shot command runs with the cyclic collector off from start to end. A run
-    # keeps it off anyway and runs a young pass of its own now and then (runner's
-    # `_collect_now_and_then`); turned back on when the run ended, the collector's first
-    # pass scanned every object the run had made since its start, all of them still
-    # alive (270,000 on a TransformerEngine check), for nothing: the command ends
-    # without freeing them (`_exit_now`). The language server turns it on again.
-    enabled = gc.isenabled()
-    gc.disable()
+    global _UNDER_MAIN
+    enabled, _UNDER_MAIN = gc.isenabled(), True
     try:
         cli(prog_name="gradgate")  # click's standalone mode ends in SystemExit
     except SystemExit as end:
@@ -723,7 +734,8 @@ def main() -> None:
             raise  # a profiler or coverage writes its data at the interpreter's shutdown
         _exit_now(end.code)
     finally:
-        if enabled:  # main called in-process (tests, a profiler)
+        _UNDER_MAIN = False
+        if enabled:  # main called in-process (tests, a profiler): as it was
             gc.enable()
 
 

@@ -255,3 +255,26 @@ def test_a_run_served_by_the_cache_imports_no_engine(tree, tmp_path):
     assert second.returncode == 0, second.stderr
     assert first.returncode == 1
     assert second.stdout.splitlines() == [*first.stdout.decode().splitlines(), "exit 1", "[]"]
+
+
+@pytest.mark.parametrize("command, collector_on", [(["check", "--no-cache", "pkg"], False), (["rules"], True)])
+def test_check_and_fix_end_with_the_cyclic_collector_off_other_commands_keep_it(tree, command, collector_on):
+    """Under ``main`` a check (or fix) turns the collector off for the rest of the process
+    (its first pass after a run scanned every object the run made); other commands (the
+    server, the harness, the witness, which run long or run torch) keep it on."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = (
+        "import gc, sys\n"
+        "import gradgate.cli as cli\n"
+        "end = cli._exit_now\n"
+        "cli._exit_now = lambda code: (print('collector', gc.isenabled(), file=sys.stderr), end(code))\n"
+        f"sys.argv = ['gradgate', *{command!r}]\n"
+        "cli.main()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, env=env)
+    assert result.stderr.splitlines()[-1] == f"collector {collector_on}", result.stderr
