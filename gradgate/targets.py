@@ -44,7 +44,10 @@ def display_path(path: str, cwd: str | None = None) -> str:
                 return os.curdir
             above = os.path.join(base, "")
             if os.path.normcase(normal).startswith(os.path.normcase(above)):
-                return normal[len(above) :]
+                below = normal[len(above) :]
+                # a name starting with ".." below it (`..cache/a.py`): as relpath's answer
+                # was read, a climb
+                return path if below.startswith(os.pardir) else below
             return path  # not below it (relpath would climb with "..", or another drive)
         try:
             relative = os.path.relpath(path, base)

@@ -146,6 +146,8 @@ def test_a_shown_path_is_relpaths_below_the_working_directory_else_the_path_as_g
         "/tmp/x/..",
         "//tmp/a.py",
         "/../tmp/a.py",
+        "/..x",
+        "/tmp/..cache/a.py",
     ):
         relative = os.path.relpath(path, cwd)
         assert display_path(path, cwd) == (path if relative.startswith(os.pardir) else relative)

@@ -62,6 +62,11 @@ def _dump(tree: ast.AST) -> str:
         ("def f():\n    return 1\n\ny = 2\n", "def f():\n    return 1\n    z = 1\ny = 2\n", False),
         ("x = 1\n\ny = 2\n", "x = 1\nz = (\ny = 2\n", False),
         ("x = 1\n\ny = 2\n", "x = 1\n@decorator\ny = 2\n", False),
+        # a line a backslash joins to the one before is not a line between statements
+        ("x = 1 \\\n# c\n", "x = 1 \\\n+ 2\n", False),
+        ("x = 1 \\\n\ny = 2\n", "x = 1 \\\ny = 2\n", False),  # the joined line deleted
+        # a lone carriage return before the change counts lines as "\n" does not
+        ("a = 1\rb = 2\n", "a = 1\nb = 2\n", False),
         ("from __future__ import annotations\nx = 1\n", "from __future__ import annotations\nx = 2\n", True),
         # a __future__ import is valid only at the top: re-parsed alone it would always be
         ("import os\nfrom __future__ import division\n", "import os\nfrom __future__ import annotations\n", False),
@@ -135,6 +140,8 @@ _LINES = [
     "    ub = True",
     "from __future__ import annotations",
     "a = 1; b = 2",
+    "z = 1 + \\",
+    "# a comment ending in a backslash \\",
 ]
 
 

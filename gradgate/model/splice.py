@@ -13,12 +13,13 @@ compares them, position attributes included, on every fix the fixtures and
 TransformerEngine make, and on edits between, across and inside statements).
 
 Where that cannot be told from the lines alone (a statement that shares a line with a
-neighbour the change does not touch, a ``from __future__`` import, a file with form
-feeds or lone carriage returns), :func:`spliced_tree` says None and the caller parses the
-whole text. It says None too where the re-parsed lines do not parse alone: a change that
-continues a neighbour (an ``else:`` after an ``if``, an indented line after a ``def``)
-or leaves a bracket or a string open; parsed whole, such a text either fails as well or
-joins the lines to a statement outside them.
+neighbour the change does not touch, a line a backslash joins to the one before it, a
+``from __future__`` import, a text before or after the change with form feeds or lone
+carriage returns), :func:`spliced_tree` says None and the caller parses the whole text.
+It says None too where the re-parsed lines do not parse alone: a change that continues a
+neighbour (an ``else:`` after an ``if``, an indented line after a ``def``) or leaves a
+bracket or a string open; parsed whole, such a text either fails as well or joins the
+lines to a statement outside them.
 
 :class:`Reparser` keeps the last tree of one document (an editor's buffer) to splice the
 next from.
@@ -45,13 +46,26 @@ def _last_line(statement: ast.stmt) -> int:
     return statement.end_lineno or statement.lineno
 
 
+def _continued(text: str, start: int) -> bool:
+    """Does the line before the one that starts at offset ``start`` end in a backslash,
+    which joins the two? (A statement's last line does not count the line its backslash
+    takes in, and a backslash in a comment joins nothing: this says yes to both, and the
+    caller parses the whole text.) The lines before the change are the same in the texts
+    before and after it."""
+    end = start - 1  # the newline that ends the line before
+    if end < 1 or text[end] != "\n":
+        return False
+    end -= 1 if text[end - 1] == "\r" else 0
+    return end >= 1 and text[end - 1] == "\\"
+
+
 def spliced_tree(tree: ast.Module, before: str, after: str) -> ast.Module | None:
     """The tree of ``after`` from ``tree``, the tree of ``before``, re-parsing only the
     lines of the top-level statements the change touches and the changed lines between
     them; None where that cannot be done (see the module's documentation). The
     statements of ``tree`` below the change are moved in place: ``tree`` is the tree of
     ``before`` no more."""
-    if before == after or odd_layout(after):
+    if before == after or odd_layout(before) or odd_layout(after):
         return None  # odd layout: where CPython's idea of a line may not be "\n"-separated
     prefix = common_prefix(before, after)
     suffix = common_suffix(before, after, min(len(before), len(after)) - prefix)
@@ -77,6 +91,8 @@ def spliced_tree(tree: ast.Module, before: str, after: str) -> ast.Module | None
     if not 1 <= start_line <= new_end_line + 1 <= len(starts) + 1:
         return None
     segment_start = starts[start_line - 1] if start_line <= len(starts) else len(after)
+    if _continued(after, segment_start):
+        return None  # the line before ends in a backslash: the first line goes on from it
     segment_end = starts[new_end_line] if new_end_line < len(starts) else len(after)
     # everything outside the segment is the same text as before the change
     if segment_start > prefix or segment_end < len(after) - suffix:
