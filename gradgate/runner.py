@@ -24,7 +24,7 @@ from .config import Config
 from .discovery import Discovered, discover
 from .prefilter import may_hold_findings
 from .results import FileResult
-from .source import SourceError, read_source
+from .source import SourceError, SourceFile, read_source
 from .suppression import file_ignored_bytes
 
 if TYPE_CHECKING:
@@ -280,6 +280,17 @@ def _analysed(jobs: list[tuple], options: RunOptions) -> tuple[Iterator[FileResu
     return (result for share in shares for result in share.result()), pool
 
 
+def _ignoring_itself(path: str, source: SourceFile, cache: ResultCache | None, now_ns: int) -> FileResult | None:
+    """The result of a file that ignores itself (``# gradgate: ignore-file``), cached by
+    its status (a scan decides it again, no digest needed); None for any other file."""
+    if not file_ignored_bytes(source.data):
+        return None
+    ignored = FileResult(path, stage="ignored")
+    if cache is not None:
+        cache.put(os.path.abspath(path), None, source.info, now_ns, ignored)
+    return ignored
+
+
 def _second_pass(
     held: dict[int, FileResult],
     results: list[FileResult | None],
@@ -310,10 +321,8 @@ def _second_pass(
             if not may_hold_findings(source.data, config, also):
                 continue
             del held[index]
-            if file_ignored_bytes(source.data):  # `# gradgate: ignore-file`
-                ignored = FileResult(item.path, stage="ignored")
-                if cache is not None:
-                    cache.put(os.path.abspath(item.path), None, source.info, now_ns, ignored)
+            ignored = _ignoring_itself(item.path, source, cache, now_ns)
+            if ignored is not None:
                 yield index, ignored
                 continue
             job = _job(item.path, source.data, config, options, roots, also)
@@ -405,10 +414,9 @@ def _run(
             if cache is not None:  # decided by a scan of the bytes: found again by status only
                 cache.put(abspath, None, source.info, now_ns, prefiltered)
             continue
-        if file_ignored_bytes(data):  # `# gradgate: ignore-file`
-            results[index] = ignored = FileResult(item.path, stage="ignored")
-            if cache is not None:
-                cache.put(abspath, None, source.info, now_ns, ignored)
+        ignored = _ignoring_itself(item.path, source, cache, now_ns)
+        if ignored is not None:
+            results[index] = ignored
             continue
         if cache is not None:
             recorded[index] = (abspath, digest or content_key(data), source.info)

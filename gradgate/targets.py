@@ -152,7 +152,6 @@ def collect(
     targets: list[Target] = []
     seen: set[str] = set()
     cwd = os.getcwd()
-    by_folder: dict[str, Settings] = {}
     for argument in paths:
         explicit_file = not os.path.isdir(argument)
         stop = None if force_exclude else os.path.abspath(argument)
@@ -169,10 +168,7 @@ def collect(
             if item.error is not None:
                 targets.append(Target(shown, None, item.error))
                 continue
-            folder = os.path.dirname(key)
-            settings = by_folder.get(folder)  # every file of a folder has its settings
-            if settings is None:
-                settings = by_folder[folder] = resolver.for_path(item.path, is_file=True)
+            settings = resolver.for_path(key, is_file=True)
             if explicit_file and not force_exclude:
                 targets.append(Target(shown, settings))
                 continue

@@ -22,10 +22,9 @@ class LineIndex:
     def __init__(self, text: str, lines: list[str] | None = None) -> None:
         """``lines``: :func:`split_lines` of ``text``, where the caller has them."""
         self._text = text
-        if lines is not None:
-            self._starts = list(itertools.accumulate(map(len, lines), initial=0))
-        else:
-            self._starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+        if lines is None:
+            lines = split_lines(text)
+        self._starts = list(itertools.accumulate(map(len, lines), initial=0))
         self._found: dict[frozenset[str], list[int]] = {}
 
     def lines_with(self, words: set[str]) -> list[int]:
