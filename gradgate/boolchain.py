@@ -9,10 +9,10 @@ parentheses, line breaks and comments included, stays where it was. ``or`` chain
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from . import lazycst as cst
+from .records import record
 
 
 def _same_operator(node: cst.CSTNode, operator: type) -> bool:
@@ -46,7 +46,7 @@ def rewrap(inner: cst.BaseExpression, outer: cst.BaseExpression) -> cst.BaseExpr
     return inner.with_changes(lpar=[*outer.lpar, *inner.lpar], rpar=[*inner.rpar, *outer.rpar])
 
 
-@dataclass(frozen=True)
+@record
 class Removal:
     """Replace ``original`` (a node of the chain) by ``replacement``."""
 

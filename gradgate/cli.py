@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
@@ -13,6 +12,7 @@ import click
 from . import __version__
 from .config import ConfigError
 from .escape import display
+from .records import record
 
 if TYPE_CHECKING:  # imported where used: `gradgate --version` and `rules` start without them
     from .runner import RunOptions
@@ -30,7 +30,7 @@ def _codes(value: str | None) -> tuple[str, ...]:
     return tuple(c.strip().upper() for c in value.split(",") if c.strip()) if value else ()
 
 
-@dataclass
+@record(frozen=False)
 class Invocation:
     """What the shared options of ``check`` and ``fix`` resolve to."""
 
@@ -160,8 +160,7 @@ class _Progress:
 def _results(invocation: Invocation):
     """One FileResult per target, in discovery order (files grouped by settings are run
     group by group; each group with its own configuration and root)."""
-    from dataclasses import replace
-
+    from .records import replace
     from .results import FileResult
     from .runner import run
     from .targets import groups
@@ -241,7 +240,7 @@ def _color(output_file: str | None) -> bool:
     return output_file is None and sys.stdout.isatty()
 
 
-@dataclass
+@record(frozen=False)
 class Output:
     """How findings are shown: the format and the text format's knobs."""
 
@@ -578,9 +577,8 @@ def fix(
     standard error.
     """
     _collector_off()
-    from dataclasses import replace
-
     from . import reporters
+    from .records import replace
     from .results import FileResult, Finding
     from .source import SourceError, write_atomic
 

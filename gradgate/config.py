@@ -8,10 +8,10 @@ of which at least one must occur in a file for any rule to report anything in it
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from .records import as_dict, field, record, replace
 from .regexsafety import backtracking_risk
 
 #: Functions whose call returns the grad mode (True while autograd records).
@@ -95,7 +95,7 @@ class ConfigError(ValueError):
     """A configuration value is invalid (unknown rule code, bad pattern, ...)."""
 
 
-@dataclass(frozen=True)
+@record
 class Config:
     select: tuple[str, ...] | None = None
     #: rules added to the selection (the default one, or ``select``)
@@ -240,7 +240,7 @@ class Config:
         import hashlib
         import json
 
-        data = json.dumps(asdict(self), sort_keys=True, default=list)
+        data = json.dumps(as_dict(self), sort_keys=True, default=list)
         return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 

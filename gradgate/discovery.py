@@ -18,7 +18,8 @@ import fnmatch
 import os
 import stat
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+
+from .records import record
 
 DEFAULT_EXCLUDED_DIRS = frozenset(
     {
@@ -41,7 +42,7 @@ DEFAULT_EXCLUDED_DIRS = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@record
 class Discovered:
     """A file to lint, a path that could not be used (``error`` says why), or one left
     out on purpose (``skipped`` says why: not an error)."""

@@ -47,8 +47,7 @@ def with_edits(result: FileResult, config) -> FileResult:
     has more findings than the result)."""
     if result.error is not None or all(f.edit is not None for f in result.findings if f.applicability):
         return result  # nothing to fix, or every edit already there
-    from dataclasses import replace
-
+    from .records import replace
     from .source import SourceError, read_source
 
     data = result.source

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from .config import Config
@@ -40,6 +39,7 @@ from .model.lines import split_lines
 from .model.project import Project
 from .model.splice import spliced_tree
 from .prefilter import may_hold_findings
+from .records import record, replace
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
 from .source import SourceError, decode_check, read_source
 from .suppression import suppressed, suppression_comments
@@ -104,7 +104,7 @@ class _Parents(Protocol):
 
 
 # -- snippets ----------------------------------------------------------------------
-@dataclass
+@record(frozen=False)
 class Snippet:
     """File lines ``first``..``last`` (1-based, inclusive), parsed as a module.
 
@@ -221,7 +221,7 @@ def _snippets(
 
 
 # -- analysis ----------------------------------------------------------------------
-@dataclass
+@record(frozen=False)
 class _Found:
     finding: Finding
     plan: FixPlan | None
@@ -389,7 +389,7 @@ class _Analysis:
     # -- fixing ---------------------------------------------------------------------------
     def with_edits(self) -> None:
         """Give every finding with a fix its :class:`Edit` (for editors and SARIF)."""
-        from dataclasses import replace
+        from .records import replace
 
         for index, found in enumerate(self.found):
             if found.plan is None:
@@ -582,7 +582,7 @@ def attach_edits(result: FileResult, config: Config) -> FileResult:
     edited = lint_source(result.path, data, config, edits=True)
     if edited.error is not None:  # (per-file-ignores may have dropped some of edited's findings)
         return result
-    from dataclasses import replace
+    from .records import replace
 
     by_place = {(f.line, f.column, f.rule): f.edit for f in edited.findings}
     findings = tuple(replace(f, edit=by_place.get((f.line, f.column, f.rule))) for f in result.findings)

@@ -7,8 +7,9 @@ the path grad mode took to reach the decision (:class:`FlowStep`, capture first)
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass
 from typing import Any
+
+from .records import as_dict, record
 
 
 class Applicability(enum.StrEnum):
@@ -24,7 +25,7 @@ class Applicability(enum.StrEnum):
     DISPLAY = "display"
 
 
-@dataclass(frozen=True)
+@record
 class Edit:
     """The fix of one finding as text: replace the region with ``content``.
 
@@ -40,7 +41,7 @@ class Edit:
     content: str
 
 
-@dataclass(frozen=True)
+@record
 class FlowStep:
     """One step of the path grad mode took, from its capture to the decision."""
 
@@ -50,7 +51,7 @@ class FlowStep:
     message: str
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     path: str
     rule: str
@@ -83,7 +84,7 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON data (the cache's form); :meth:`from_json` reads it back."""
-        data = asdict(self)
+        data = as_dict(self)
         data["applicability"] = None if self.applicability is None else self.applicability.value
         return data
 
@@ -102,7 +103,7 @@ class Finding:
         )
 
 
-@dataclass(frozen=True)
+@record
 class FileResult:
     path: str
     findings: tuple[Finding, ...] = ()

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
+
+from .records import record
 
 if TYPE_CHECKING:
     from .model.analysis import Entry, ModuleAnalysis
@@ -33,14 +34,14 @@ DOC_SECTIONS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Valid:
     """Code the rule must not report."""
 
     code: str
 
 
-@dataclass(frozen=True)
+@record
 class Invalid:
     """Code the rule must report: at ``line``:``column`` (1-based) of the first finding
     and, when the rule fixes it, rewritten to ``expected_replacement``; ``unsafe``

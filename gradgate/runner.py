@@ -17,12 +17,12 @@ import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .config import Config
 from .discovery import Discovered, discover
 from .prefilter import may_hold_findings
+from .records import record
 from .results import FileResult
 from .source import SourceError, SourceFile, read_source
 from .suppression import file_ignored_bytes
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 PARALLEL_THRESHOLD = 4
 
 
-@dataclass(frozen=True)
+@record
 class RunOptions:
     fix: bool = False
     prefilter: bool = True
@@ -65,7 +65,8 @@ def _per_file_ignored(result: FileResult, config: Config, root: str | None) -> F
     if not config.per_file_ignores or not result.findings:
         return result
     import fnmatch
-    from dataclasses import replace
+
+    from .records import replace
 
     path = os.path.relpath(os.path.abspath(result.path), root or os.getcwd()).replace(os.sep, "/")
     ignored = {
@@ -85,7 +86,7 @@ def _lean(result: FileResult) -> FileResult:
     a run's memory then grows with its findings, not with the corpus."""
     if result.source is None or result.findings or result.fixed is not None:
         return result
-    from dataclasses import replace
+    from .records import replace
 
     return replace(result, source=None)
 
@@ -336,10 +337,14 @@ def _second_pass(
     yield from held.items()
 
 
+#: a run's options when none are given
+DEFAULT_OPTIONS = RunOptions()
+
+
 def run(
     paths: Sequence[str],
     config: Config,
-    options: RunOptions = RunOptions(),
+    options: RunOptions = DEFAULT_OPTIONS,
     progress: Callable[[int, int], None] | None = None,
     skipped: Callable[[str, str], None] | None = None,
 ) -> Iterator[FileResult]:

@@ -353,7 +353,7 @@ def code_actions(server: GradgateServer, params: types.CodeActionParams) -> list
 
 
 def _on_first_line(finding: Finding) -> Finding:
-    from dataclasses import replace
+    from .records import replace
 
     return replace(finding, line=1, end_line=1)
 

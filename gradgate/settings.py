@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Config, ConfigError
+from .records import field, record
 
 _LIST_KEYS = {
     "select": "select",
@@ -58,7 +58,7 @@ _CODE_KEYS = {"select", "extend_select", "ignore"}
 CONFIG_FILES = ("gradgate.toml", "pyproject.toml")
 
 
-@dataclass(frozen=True)
+@record
 class Settings:
     config: Config
     #: the pyproject.toml it came from, or None for the defaults
@@ -174,7 +174,7 @@ def resolve(paths: tuple[str, ...], explicit: str | None = None) -> Settings:
     return load(found)
 
 
-@dataclass
+@record(frozen=False)
 class Resolver:
     """The settings of each file of a run: from ``explicit`` for every file when given,
     else from the configuration file nearest to it; ``override`` (the command line's

@@ -16,7 +16,8 @@ import os
 import re
 import stat
 import tokenize
-from dataclasses import dataclass
+
+from .records import record
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
 
@@ -25,7 +26,7 @@ class SourceError(Exception):
     """A file that cannot be read as Python source; ``str()`` is the reason."""
 
 
-@dataclass(frozen=True)
+@record
 class SourceFile:
     path: str
     data: bytes

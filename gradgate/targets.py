@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
 from .discovery import _excluded, discover
+from .records import record
 from .settings import Resolver, Settings
 
 
-@dataclass(frozen=True)
+@record
 class Target:
     """A file to check with its settings, or a path that could not be used."""
 

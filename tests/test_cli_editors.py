@@ -185,12 +185,11 @@ def test_hidden_options_are_never_suggested(tree):
 def test_unsafe_fixes_reach_the_engine_and_count(tree, monkeypatch):
     """--unsafe-fixes is handed to lint_source (the v2 engine makes unsafe fixes), and an
     unsafe fix is counted as fixable only with it."""
-    from dataclasses import replace
-
     from click.testing import CliRunner
 
     import gradgate.runner as runner
     from gradgate.cli import cli
+    from gradgate.records import replace
     from gradgate.results import Applicability
 
     seen = []

@@ -113,9 +113,8 @@ def test_the_fast_exit_keeps_exit_codes_and_output(tmp_path):
 def test_the_prefilter_scans_for_what_every_token_holds_first():
     """A file without ``_enabled`` holds no grad-mode token: one scan decides; a token
     inside another is not scanned for; the function names of other files still count."""
-    from dataclasses import replace
-
     from gradgate.prefilter import may_hold_findings
+    from gradgate.records import replace
 
     config = Config()
     assert config.prefilter_tokens() == (b"grad_enabled", b"grad_mode_enabled", b"is_inference_mode_enabled")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..records import record
 
 MODULES = ("LayerNormLinear", "LayerNormMLP")
 RECIPES = ("bf16", "fp8_delayed_scaling", "fp8_current_scaling", "mxfp8", "nvfp4")
@@ -26,7 +26,7 @@ def tolerance_for(recipe: str) -> dict[str, float]:
     return dict(TOLERANCES["bf16" if recipe == "bf16" else "fp8"])
 
 
-@dataclass(frozen=True)
+@record
 class PerfShape:
     hidden: int
     seq: int

@@ -16,10 +16,10 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..records import record
 from . import overlay as overlay_mod
 
 RANK_MODULE = "gradgate.harness"
@@ -139,7 +139,7 @@ def run_process_group(cmd: list[str], env: dict[str, str], timeout: float | None
         raise
 
 
-@dataclass
+@record(frozen=False)
 class FixedTE:
     """The fixed-TE overlay of one harness run, and what the report says about its fix."""
 

@@ -21,8 +21,9 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..records import field, record
 
 PACKAGE = "transformer_engine"
 SKIPPED_DIRS = frozenset({"__pycache__"})
@@ -53,7 +54,7 @@ def locate_installed_package(name: str = PACKAGE) -> Path:
     return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
-@dataclass
+@record(frozen=False)
 class Overlay:
     root: Path  # goes on PYTHONPATH
     package_dir: Path  # root / "transformer_engine"
@@ -123,7 +124,7 @@ def build_overlay(original_dir: Path, overlay_root: Path) -> Overlay:
     return overlay
 
 
-@dataclass
+@record(frozen=False)
 class FixRun:
     command: list[str]
     exit_code: int
@@ -222,7 +223,7 @@ def _relative_paths(findings: list[dict] | None, root: Path) -> list[dict] | Non
     return out
 
 
-@dataclass
+@record(frozen=False)
 class ChangedFile:
     path: str  # relative to the package's parent, e.g. transformer_engine/pytorch/...
     hunks: list[dict]  # {"original": [first, last], "fixed": [first, last]} (1-based, inclusive)

@@ -21,9 +21,9 @@ Imports torch (in :meth:`OverlapProbe.watch`); only used inside torchrun ranks.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
+from ..records import field, record
 from ..witness.probes import InstalledProbes, Probe
 
 TE_MODULES = (
@@ -32,7 +32,7 @@ TE_MODULES = (
 )
 
 
-@dataclass
+@record(frozen=False)
 class ForwardRecord:
     module: str  # label given to watch()
     grad_enabled: bool  # torch.is_grad_enabled() when the forward started

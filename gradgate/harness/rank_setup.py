@@ -9,19 +9,19 @@ import gc
 import json
 import os
 import platform
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
+from ..records import field, record
 from .probe import OverlapProbe
 
 LNL_UB_NAME = "qkv"
 
 
-@dataclass
+@record(frozen=False)
 class RankContext:
     """What every part of a rank's work shares: arguments, process group, TE, the probe and
     the result rank 0 writes."""

@@ -16,9 +16,9 @@ import ast
 import bisect
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
 
 from ..config import Config
+from ..records import record, replace
 from .bdd import BudgetExceeded, Manager
 from .index import FunctionInfo, ModuleIndex, fed_training_parameters, mentions_training
 from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
@@ -30,7 +30,7 @@ from .values import Step, Value
 MAX_ROUNDS = 6
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     """Where grad mode enters a decision: a read (``origin``) inside ``statement``."""
 

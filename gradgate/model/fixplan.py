@@ -12,8 +12,8 @@ carries a plan out (:mod:`gradgate.fixes`); it decides nothing.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
+from ..records import record
 from .analysis import parents_of
 from .lines import split_lines
 
@@ -28,7 +28,7 @@ MAX_STATEMENT_CHARS = 100_000
 MAX_STATEMENT_LINES = 5_000
 
 
-@dataclass(frozen=True)
+@record
 class FixPlan:
     #: the statement a fix is parsed and spliced with (an ``elif`` needs its ``if``)
     statement: ast.stmt

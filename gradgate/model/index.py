@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 import bisect
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 
 from ..config import NON_COMM_API_NAMES, Config
+from ..records import field, record
 
 #: bases that make a class a ``torch.autograd.Function``
 AUTOGRAD_FUNCTION_BASES = frozenset(
@@ -35,7 +35,7 @@ _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "funct
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-@dataclass
+@record(frozen=False)
 class FunctionInfo:
     node: FunctionNode
     qualname: str
@@ -54,7 +54,7 @@ class FunctionInfo:
         return [a.arg for a in (*args.posonlyargs, *args.args)]
 
 
-@dataclass
+@record(frozen=False)
 class ClassInfo:
     node: ast.ClassDef
     name: str

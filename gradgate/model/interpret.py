@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from ..records import field, record, replace
 from .bdd import FALSE, TRUE, Manager
 from .index import BACKWARD_HOOK_REGISTRARS, FunctionInfo, ModuleIndex, dotted, qualify
 from .types import TypeHints, self_attribute
@@ -69,7 +69,7 @@ _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 ANY_WAY_KINDS = frozenset({"selection", "mode-switch", "mode-selector"})
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     """A forward decision and its value as a boolean function.
 
@@ -99,7 +99,7 @@ class Decision:
         return self.kind in ANY_WAY_KINDS
 
 
-@dataclass(frozen=True)
+@record
 class CallSite:
     """A call of a function of the module, with what it passes."""
 
@@ -115,7 +115,7 @@ class CallSite:
     external: tuple[str, str] | None = None
 
 
-@dataclass
+@record(frozen=False)
 class FunctionResult:
     decisions: list[Decision] = field(default_factory=list)
     returns: list[Value] = field(default_factory=list)

@@ -21,9 +21,9 @@ import tokenize
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 
 from ..config import Config
+from ..records import record, replace
 from .bdd import BudgetExceeded, Manager
 from .index import FunctionInfo, ModuleIndex, dotted, own_statements, qualify
 from .lines import LineIndex, split_lines
@@ -40,7 +40,7 @@ _ATTACHED = re.compile(rb"^[ \t]*[A-Za-z_][\w.]*\.(\w+)[ \t]*=[ \t]*([A-Za-z_]\w
 MAX_ATTACHED = 4
 
 
-@dataclass
+@record(frozen=False)
 class ModuleFile:
     """A module the project has read: its name, file and index."""
 
@@ -60,7 +60,7 @@ class ModuleFile:
         return any(word in line for line in lines)
 
 
-@dataclass(frozen=True)
+@record
 class Callee:
     """A function a call runs: its module, qualified name in it, and how many leading
     parameters the call does not pass."""

@@ -12,14 +12,14 @@ knows of files beyond the one path it is given.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
+from ..records import record
 from .bdd import Manager
 from .interpret import ANY_WAY_KINDS, FunctionResult, pure_grad_values
 from .values import Place, Value
 
 
-@dataclass(frozen=True)
+@record
 class Effect:
     """A decision a parameter takes part in: ``polarity`` 1 when the parameter off can
     only turn it off, -1 when the parameter on can only turn it off, 0 when the
@@ -31,7 +31,7 @@ class Effect:
     steps: tuple[Place, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Link:
     """An argument that depends on parameter ``param``: ``slot`` (a position after the
     callee's ``skip`` leading parameters, or a keyword) of ``callee`` (module, qualname).
@@ -50,7 +50,7 @@ class Link:
     direct: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class FunctionSummary:
     positional: tuple[str, ...]
     keyword_only: frozenset[str]

@@ -12,10 +12,11 @@ value took from its capture (for the path shown with a finding).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, replace
+
+from ..records import record, replace
 
 
-@dataclass(frozen=True)
+@record
 class Step:
     """One place grad mode passed through: ``node``'s position, and what happened."""
 
@@ -29,7 +30,7 @@ class Step:
 SUPER = "@super"
 
 
-@dataclass(frozen=True)
+@record
 class Place:
     """A step of a path in any file: 1-based line and character column."""
 
@@ -39,7 +40,7 @@ class Place:
     message: str
 
 
-@dataclass(frozen=True)
+@record
 class FunctionRef:
     """A function (or class) of the module as a value: ``fn = _Linear.apply``, or
     ``functools.partial(helper, training=g)`` with its bound arguments."""
@@ -57,7 +58,7 @@ class FunctionRef:
     receiver: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Value:
     bdd: int
     origins: frozenset[ast.AST] = frozenset()

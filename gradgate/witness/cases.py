@@ -10,16 +10,17 @@ from __future__ import annotations
 import importlib.util
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..records import record
 
 
 class CasesError(ValueError):
     """The cases file cannot be loaded or holds no case."""
 
 
-@dataclass(frozen=True)
+@record
 class Case:
     name: str
     function: Callable[[], Any]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from ..records import field, record
 from . import modes as modes_mod
 from .diff import Divergence, divergences, render
 from .events import Forward
@@ -17,7 +17,7 @@ from .recorder import DEFAULT_IGNORED_ATEN, PathRecorder
 Build = Callable[[], torch.nn.Module] | torch.nn.Module
 
 
-@dataclass
+@record(frozen=False)
 class Comparison:
     """The forwards of one module in every mode, and where they leave the reference's path."""
 

@@ -10,14 +10,14 @@ stacks agree, as when one call is made with a different process group).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from typing import Any
 
+from ..records import field, record, replace
 from .events import Event, Forward, Frame
 
 
-@dataclass(frozen=True)
+@record
 class Parting:
     """The frame where the paths part: the same function, at ``line`` in the reference
     forward and at ``other_line`` in the other (equal when one call differs in its details)."""
@@ -38,7 +38,7 @@ class Parting:
         }
 
 
-@dataclass(frozen=True)
+@record
 class LinkedFinding:
     """A static finding of ``gradgate check`` tied to a divergence, and how."""
 
@@ -61,7 +61,7 @@ class LinkedFinding:
         }
 
 
-@dataclass(frozen=True)
+@record
 class Divergence:
     reference: str  # label of the reference forward
     other: str  # label of the forward that differs

@@ -8,13 +8,14 @@ signatures are the same sequence; the stack and ``info`` are shown, never compar
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+from ..records import field, record
 
 EVENT_KINDS = ("collective", "aten", "probe", "module")
 
 
-@dataclass(frozen=True)
+@record
 class Frame:
     """A frame of user code: the file, the line running, the function and its first line."""
 
@@ -40,7 +41,7 @@ def _frozen(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
+@record
 class Event:
     kind: str
     name: str
@@ -95,7 +96,7 @@ class Event:
         )
 
 
-@dataclass
+@record(frozen=False)
 class Forward:
     """One forward of the watched module: which mode and phase, grad mode, training, path."""
 

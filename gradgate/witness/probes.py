@@ -13,14 +13,15 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from ..records import record
 
 Describe = Callable[[tuple, dict], "str | None"]
 OnResult = Callable[[tuple, dict, Any], None]
 
 
-@dataclass(frozen=True)
+@record
 class Probe:
     #: "package.module:name" (or "package.module:Class.method")
     target: str
