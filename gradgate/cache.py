@@ -2,12 +2,12 @@
 
 An entry belongs to a file's absolute path and holds the file's status when it was read
 (size, mtime, inode, device, ctime) and the result; the entry of an analysed file also
-holds the SHA-256 of the content it was computed from. A run finds a file's entry by its
-path; where the status is unchanged the result is taken without reading the file,
-elsewhere the file is read, and an analysed file's entry is used only if the digest of
-what it now holds agrees. A file the bytes pre-filter dropped (or that ignores itself)
+holds the BLAKE2b digest of the content it was computed from. A run finds a file's
+entry by its path; where the status is unchanged the result is taken without reading
+the file, elsewhere the file is read, and an analysed file's entry is used only if the
+digest of what it now holds agrees. A file the bytes pre-filter dropped (or that ignores itself)
 is not hashed: the scan that decides it again costs no more than the hash would (the
-SHA-256 of every file was 33 ms of a 0.5 s cold check of transformers' 2,912 files, of
+digest of every file was 33 ms of a 0.5 s cold check of transformers' 2,912 files, of
 which 12 are analysed). The cache file an entry lives in is named by a
 digest of what makes a result valid: gradgate's version and sources (rules included),
 the Python and LibCST versions and the configuration (rule selection included); a change
@@ -15,9 +15,13 @@ to any of them starts from an empty cache.
 
 By default the cache lives outside the checked tree, in the user's cache directory
 (``$GRADGATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/gradgate``, else ``~/.cache/gradgate``).
-Wherever it is, every cache file carries an HMAC-SHA256 of its body under a per-user
-secret key (``secret.key`` in the user's cache directory, mode 0600), checked before the
-body is parsed: a cache file planted in a tree (or copied from another user) is ignored.
+Wherever it is, every cache file carries a MAC (keyed BLAKE2b, :mod:`gradgate.digest`)
+of its body under a per-user secret key (``secret.key`` in the user's cache directory,
+mode 0600), checked before the body is read: a cache file planted in a tree (or copied
+from another user) is ignored. The body is :mod:`marshal`'s (built in, where ``json``
+cost an import and a slower parse); only a body this user's gradgate wrote and signed is
+ever given to ``marshal.loads``, and the file's name holds the Python version, whose
+marshal format it is.
 
 The cache is an optimisation only: a missing, corrupt, crafted, foreign or unwritable
 cache is ignored, never an error, and the results are the same with or without it.
@@ -25,18 +29,17 @@ cache is ignored, never an error, and the results are the same with or without i
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
+import marshal
 import os
 import stat
 import sys
 
 from . import __version__
+from . import digest as hashing
 from .config import Config
 from .results import FileResult, Finding
 
-FORMAT = 5
+FORMAT = 6
 #: at most this many entries are kept (the oldest unused ones go first)
 MAX_ENTRIES = 100_000
 #: a file modified this recently (ns) before it was read gets no status entry: a write in
@@ -47,7 +50,7 @@ KEY_NAME = "secret.key"
 
 
 def content_key(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return hashing.digest(data)
 
 
 def user_cache_dir() -> str:
@@ -76,7 +79,7 @@ def _libcst_stamp() -> str:
         return "no libcst"
     try:
         with open(os.path.join(os.path.dirname(spec.origin), "_version.py"), "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()[:16]
+            return hashing.digest(handle.read(), 8)
     except OSError:
         return spec.origin
 
@@ -94,7 +97,7 @@ def validity_digest(config: Config) -> str:
         _libcst_stamp(),
         config.fingerprint(),
     ]
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:20]
+    return hashing.digest(repr(parts).encode(), 10)
 
 
 def secret_key(create: bool = True) -> bytes | None:
@@ -144,7 +147,7 @@ def _make_key(directory: str, path: str) -> bool:
 
 
 def _mac(key: bytes, body: bytes) -> bytes:
-    return hmac.new(key, body, hashlib.sha256).hexdigest().encode()
+    return hashing.mac(key, body)
 
 
 class ResultCache:
@@ -152,7 +155,7 @@ class ResultCache:
 
     def __init__(self, directory: str, config: Config, key: bytes | None = None) -> None:
         self.directory = directory
-        self.path = os.path.join(directory, f"results-{validity_digest(config)}.json")
+        self.path = os.path.join(directory, f"results-{validity_digest(config)}.marshal")
         self.key = key if key is not None else secret_key()
         self._entries: dict[str, dict] = {}
         self._used: dict[str, dict] = {}
@@ -171,11 +174,11 @@ class ResultCache:
         if len(parts) != 3 or parts[0] != _MAGIC or parts[1] != str(FORMAT).encode():
             return {}
         assert self.key is not None
-        if not hmac.compare_digest(parts[2], _mac(self.key, body)):
+        if not hashing.same_digest(parts[2], _mac(self.key, body)):
             return {}  # not written by this user's gradgate: planted, copied or damaged
         try:
-            loaded = json.loads(body)
-        except (ValueError, RecursionError):
+            loaded = marshal.loads(body)
+        except (ValueError, EOFError, TypeError, RecursionError):
             return {}
         entries = loaded.get("entries") if isinstance(loaded, dict) else None
         return entries if isinstance(entries, dict) else {}
@@ -271,7 +274,7 @@ class ResultCache:
     def put(
         self, abspath: str, digest: str | None, info: os.stat_result | None, now_ns: int, result: FileResult
     ) -> None:
-        """Record ``result``, computed from content of SHA-256 ``digest`` (None: a result
+        """Record ``result``, computed from content of digest ``digest`` (None: a result
         the bytes pre-filter or an ``ignore-file`` comment decided, found only by status)."""
         if result.fixed is not None:
             return  # only plain check results are cached
@@ -304,7 +307,7 @@ class ResultCache:
         entries.update(self._used)  # most recently used last
         if len(entries) > MAX_ENTRIES:
             entries = dict(list(entries.items())[-MAX_ENTRIES:])
-        body = json.dumps({"entries": entries}, separators=(",", ":")).encode()
+        body = marshal.dumps({"entries": entries})
         header = b" ".join([_MAGIC, str(FORMAT).encode(), _mac(self.key, body)])
         try:
             os.makedirs(self.directory, mode=0o700, exist_ok=True)

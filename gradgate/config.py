@@ -237,11 +237,10 @@ class Config:
         return tuple(sorted(n.encode() for n in kept))
 
     def fingerprint(self) -> str:
-        import hashlib
-        import json
+        """A digest of every setting (its fields are strings, tuples of them and None)."""
+        from .digest import digest
 
-        data = json.dumps(as_dict(self), sort_keys=True, default=list)
-        return hashlib.sha256(data.encode()).hexdigest()[:16]
+        return digest(repr(sorted(as_dict(self).items())).encode(), 8)
 
 
 def check_pattern(pattern: str) -> None:

@@ -29,9 +29,9 @@ def known_codes() -> frozenset[str]:
 def code_digest() -> str:
     """Digest of gradgate's own sources (names, sizes, modification times): a cache
     made by other code, an edited checkout included, is not reused."""
-    import hashlib  # (here: a run without a cache needs no hashing at all)
-
     import gradgate
+
+    from .digest import digest
 
     parts = []
     for package in (gradgate, importlib.import_module("gradgate.rules")):
@@ -43,4 +43,4 @@ def code_digest() -> str:
                         info = os.stat(os.path.join(folder, name))
                         relative = os.path.relpath(os.path.join(folder, name), directory)
                         parts.append(f"{package.__name__}:{relative}:{info.st_size}:{info.st_mtime_ns}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return digest("\n".join(parts).encode(), 8)

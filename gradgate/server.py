@@ -20,7 +20,6 @@ encoding (UTF-16 by default) by pygls' position codec.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import threading
@@ -34,6 +33,7 @@ from pygls.workspace import TextDocument
 
 from . import __version__
 from .config import ConfigError
+from .digest import digest
 from .model.splice import Reparser
 from .results import Applicability, FileResult, Finding
 
@@ -86,7 +86,7 @@ class GradgateServer(LanguageServer):
         path = self.path_of(document)
         data = document.source.encode("utf-8")
         settings = self.resolver.for_path(path)
-        key = (path, hashlib.sha256(data).digest(), settings.config.fingerprint(), fix)
+        key = (path, digest(data), settings.config.fingerprint(), fix)
         hit = self._cached(key)
         if hit is not None:
             return hit
@@ -119,7 +119,7 @@ class GradgateServer(LanguageServer):
         from .document import with_edits
 
         config = self.resolver.for_path(result.path).config
-        key = (result.path, hashlib.sha256(result.source).digest(), config.fingerprint(), "edits")
+        key = (result.path, digest(result.source), config.fingerprint(), "edits")
         hit = self._cached(key)
         if hit is None:
             hit = with_edits(result, config)

@@ -44,6 +44,51 @@ def run_cli(
     )
 
 
+class Invoked:
+    """What :func:`invoke` saw: the exit code and the bytes written to each stream."""
+
+    def __init__(self, exit_code: int, stdout_bytes: bytes, stderr_bytes: bytes) -> None:
+        self.exit_code = exit_code
+        self.stdout_bytes = stdout_bytes
+        self.stderr_bytes = stderr_bytes
+
+    @property
+    def stdout(self) -> str:
+        return self.stdout_bytes.decode("utf-8", "replace")
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_bytes.decode("utf-8", "replace")
+
+    @property
+    def output(self) -> str:
+        """Standard output, then standard error."""
+        return self.stdout + self.stderr
+
+
+def invoke(args, input: bytes = b"", cwd: str | os.PathLike | None = None) -> Invoked:
+    """``gradgate ARGS`` in this process (``gradgate.cli.run``), so monkeypatches apply:
+    standard input reads ``input``; an exception escaping the command fails the test."""
+    import contextlib
+    import io
+
+    from gradgate.cli import run
+
+    out, err = io.BytesIO(), io.BytesIO()
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin = io.TextIOWrapper(io.BytesIO(input), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+    sys.stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
+    try:
+        with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+            code = run(list(args))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return Invoked(code, out.getvalue(), err.getvalue())
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+
+
 def _download_te(target: Path, wheels: Path | None = None, version: str = TE_VERSION) -> Path:
     """Download (into ``wheels``, default ``target/wheel``, unless already there) and unpack
     (into ``target/unpacked``) the pure-Python transformer-engine wheel of ``version``;

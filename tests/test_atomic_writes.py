@@ -7,7 +7,6 @@ reported; two concurrent ``fix`` runs leave every file valid.
 from __future__ import annotations
 
 import compileall
-import contextlib
 import os
 import resource
 import shutil
@@ -39,14 +38,9 @@ def _temporaries(directory: Path) -> list[str]:
 
 def _invoke(*args: str, cwd: Path):
     """The CLI in this process (so monkeypatches apply); returns (code, stdout, stderr)."""
-    from click.testing import CliRunner
+    from conftest import invoke
 
-    from gradgate.cli import cli
-
-    with contextlib.chdir(cwd):
-        result = CliRunner().invoke(cli, list(args))
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
+    result = invoke(args, cwd=cwd)
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -38,18 +38,9 @@ class Ran:
 def cli(*args: str, cwd: Path) -> Ran:
     """``gradgate ARGS`` in this process (fast); an exception escaping it fails the test.
     A few tests below run the real subprocess (``run_cli``) as users do."""
-    import contextlib
+    from conftest import invoke
 
-    from click.testing import CliRunner
-
-    from gradgate.cli import cli as command
-
-    with contextlib.chdir(cwd):
-        result = CliRunner().invoke(command, list(args), catch_exceptions=True)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        import traceback
-
-        raise AssertionError("exception escaped the CLI:\n" + "".join(traceback.format_exception(result.exception)))
+    result = invoke(args, cwd=cwd)
     return Ran(result.exit_code, result.stdout_bytes, result.stderr_bytes)
 
 

@@ -215,11 +215,8 @@ def test_check_in_process_leaves_torch_unimported(tree):
 
     code = (
         "import sys\n"
-        "from gradgate.cli import cli\n"
-        "try:\n"
-        "    cli.main(['check', 'pkg'], prog_name='gradgate')\n"
-        "except SystemExit as exc:\n"
-        "    print('exit', exc.code)\n"
+        "from gradgate.cli import run\n"
+        "print('exit', run(['check', 'pkg']))\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformer_engine')))\n"
     )
     from conftest import ROOT
@@ -241,11 +238,8 @@ def test_a_run_served_by_the_cache_imports_no_engine(tree, tmp_path):
     first = run_cli("check", "--cache-dir", cache, "pkg", cwd=tree)
     code = (
         "import sys\n"
-        "from gradgate.cli import cli\n"
-        "try:\n"
-        f"    cli.main(['check', '--cache-dir', {cache!r}, 'pkg'], prog_name='gradgate')\n"
-        "except SystemExit as exc:\n"
-        "    print('exit', exc.code)\n"
+        "from gradgate.cli import run\n"
+        f"print('exit', run(['check', '--cache-dir', {cache!r}, 'pkg']))\n"
         "print(sorted(m for m in sys.modules if m in ('gradgate.engine', 'gradgate.model', 'libcst')))\n"
     )
     from conftest import ROOT
@@ -278,3 +272,52 @@ def test_check_and_fix_end_with_the_cyclic_collector_off_other_commands_keep_it(
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     result = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, env=env)
     assert result.stderr.splitlines()[-1] == f"collector {collector_on}", result.stderr
+
+
+@pytest.mark.parametrize(
+    "args, usage, error",
+    [
+        (
+            ["check", "--format", "xml"],
+            "gradgate check [OPTIONS] [PATHS]...",
+            "argument --format: invalid choice: "
+            "'xml' (choose from 'text', 'json', 'sarif', 'github', 'junit', 'gitlab')",
+        ),
+        (["fix", "-j", "0"], "gradgate fix [OPTIONS] [PATHS]...", "argument --jobs/-j: 0 is not in the range x>=1"),
+        (
+            ["check", "-j", "two"],
+            "gradgate check [OPTIONS] [PATHS]...",
+            "argument --jobs/-j: 'two' is not a valid integer",
+        ),
+        (["check", "--no-cach", "-h"], "gradgate check [OPTIONS] [PATHS]...", "unrecognized arguments: --no-cach"),
+        (["explain"], "gradgate explain [OPTIONS] CODE", "Missing argument 'CODE'."),
+        (["explain", "GG999"], "gradgate explain [OPTIONS] CODE", "unknown rule 'GG999'; `gradgate rules` lists them"),
+        (["lint"], "gradgate [OPTIONS] COMMAND [ARGS]...", "No such command 'lint'."),
+        (["--verbose"], "gradgate [OPTIONS] COMMAND [ARGS]...", "No such option: --verbose"),
+    ],
+)
+def test_usage_errors_name_the_command_and_exit_2(tree, args, usage, error):
+    """A command line gradgate cannot run: the command's usage, a hint, the error, exit 2
+    (an unknown option is refused even beside -h, and options are never abbreviated)."""
+    result = run_cli(*args, cwd=tree)
+    hint = f"gradgate {args[0]} -h" if not args[0].startswith("-") and args[0] != "lint" else "gradgate -h"
+    assert (result.returncode, result.stdout) == (2, b"")
+    assert result.stderr.decode() == f"Usage: {usage}\nTry '{hint}' for help.\n\nError: {error}\n"
+
+
+def test_options_go_anywhere_and_help_lists_every_command(tree):
+    """Options before, between and after the paths (as pre-commit passes them), and the
+    top-level help lists the commands, the optional ones too."""
+    mixed = run_cli("check", "pkg/buggy.py", "--no-cache", "pkg/clean.py", "-q", cwd=tree)
+    ordered = run_cli("check", "--no-cache", "-q", "pkg/buggy.py", "pkg/clean.py", cwd=tree)
+    assert (mixed.returncode, mixed.stdout, mixed.stderr) == (ordered.returncode, ordered.stdout, ordered.stderr)
+    assert mixed.returncode == 1 and mixed.stdout.count(b"GG001") == 1
+    top = run_cli("--help", cwd=tree)
+    assert top.returncode == 0
+    listed = [line.split()[0] for line in top.stdout.decode().split("Commands:\n")[1].splitlines()]
+    assert listed == ["check", "explain", "fix", "harness", "rules", "server", "witness"]
+    bare = run_cli(cwd=tree)
+    assert (bare.returncode, bare.stdout, bare.stderr) == (2, b"", top.stdout)
+    from gradgate import __version__
+
+    assert run_cli("--version", cwd=tree).stdout == f"gradgate, version {__version__}\n".encode()

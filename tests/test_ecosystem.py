@@ -284,12 +284,12 @@ def test_no_progress_bar_in_pipes_but_on_request(project):
 def test_cache_gives_the_same_findings_and_survives_corruption(project, tmp_path):
     cache = tmp_path / "cache"
     cold = run_cli("check", "--format", "json", "--cache-dir", str(cache), "src", cwd=project)
-    assert list(cache.glob("results-*.json"))
+    assert list(cache.glob("results-*.marshal"))
     warm = run_cli("check", "--format", "json", "--cache-dir", str(cache), "src", cwd=project)
     uncached = run_cli("check", "--format", "json", "--no-cache", "src", cwd=project)
     assert cold.stdout == warm.stdout == uncached.stdout
     assert len(json.loads(warm.stdout)) == 2
-    for entry in cache.glob("results-*.json"):
+    for entry in cache.glob("results-*.marshal"):
         entry.write_text("{corrupt")
     again = run_cli("check", "--format", "json", "--cache-dir", str(cache), "src", cwd=project)
     assert again.returncode == 1 and again.stdout == cold.stdout

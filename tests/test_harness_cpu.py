@@ -63,11 +63,8 @@ def test_launcher_and_lint_path_import_without_torch(tmp_path):
         "import gradgate.cli, gradgate.engine, gradgate.harness, gradgate.harness.launcher, gradgate.harness.cli\n"
         "import gradgate.harness.overlay, gradgate.harness.report, gradgate.harness.cases\n"
         "import gradgate.witness, gradgate.witness.cli, gradgate.witness.report, gradgate.witness.cases\n"
-        "from gradgate.cli import cli\n"
-        "try:\n"
-        f"    cli.main(['check', {str(tmp_path / 'm.py')!r}], prog_name='gradgate')\n"
-        "except SystemExit as exc:\n"
-        "    print('exit', exc.code)\n"
+        "from gradgate.cli import run\n"
+        f"print('exit', run(['check', {str(tmp_path / 'm.py')!r}]))\n"
         "print(sorted({*_Block.tried, *(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformer_engine'))}))\n"
     )
     proc = _python(code, cwd=tmp_path)

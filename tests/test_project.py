@@ -202,11 +202,9 @@ def test_effects_do_not_depend_on_which_file_asked_first(package: Path):
 
 
 def test_json_output_carries_the_path_across_files(package: Path):
-    from click.testing import CliRunner
+    from conftest import invoke
 
-    from gradgate.cli import cli
-
-    ran = CliRunner().invoke(cli, ["check", "--no-cache", "--format", "json", "pkg"])
+    ran = invoke(["check", "--no-cache", "--format", "json", "pkg"])
     assert ran.exit_code == 1
     (finding,) = json.loads(ran.output)
     assert [(s["path"], s["line"]) for s in finding["flow"]] == [

@@ -10,6 +10,7 @@ code, message) that the fix gives.
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import signal
 import subprocess
@@ -344,7 +345,7 @@ def test_a_plain_check_writes_nothing_into_the_tree(tmp_path, monkeypatch):
 
 
 def _cache_file(tree: Path, cache_dir: Path) -> Path:
-    (found,) = cache_dir.glob("results-*.json")
+    (found,) = cache_dir.glob("results-*.marshal")
     return found
 
 
@@ -360,27 +361,30 @@ def test_a_planted_or_crafted_cache_is_ignored(tmp_path, attack):
     assert first.returncode == 1
     target = _cache_file(tree, cache_dir)
     _header, _, body = target.read_bytes().partition(b"\n")
-    entries = json.loads(body)["entries"]
+    entries = marshal.loads(body)["entries"]
     (abspath,) = entries
     clean = {**entries[abspath], "findings": []}
     key = cache_module.secret_key(create=False)
     assert key is not None
 
-    def signed(body: bytes, with_key: bytes = key) -> bytes:
-        return b"gradgate-cache 3 " + cache_module._mac(with_key, body) + b"\n" + body
+    head = b"gradgate-cache %d " % cache_module.FORMAT  # the current format: each attack gets past it
 
-    forged = json.dumps({"entries": {abspath: clean}}).encode()
-    deep = b'{"entries": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    def signed(body: bytes, with_key: bytes = key) -> bytes:
+        return head + cache_module._mac(with_key, body) + b"\n" + body
+
+    forged = marshal.dumps({"entries": {abspath: clean}})
+    # {"entries": [[[...]]]} 100,000 lists deep: marshal's own dumps refuses to write it
+    deep = marshal.dumps({"entries": None})[:-2] + b"[\x01\x00\x00\x00" * 100_000 + b"N0"
     target.write_bytes(
         {
-            "unauthenticated": b"gradgate-cache 3 " + b"0" * 64 + b"\n" + forged,
+            "unauthenticated": head + b"0" * 64 + b"\n" + forged,
             "other key": signed(forged, b"1" * 64),
             "format 2": json.dumps({"format": 2, "entries": {clean["digest"]: clean}}).encode(),
             "deep": deep,
             "deep signed": signed(deep),
             "garbage": b"\xff\x00" * 1000,
             # a genuine entry without findings, but for another file of the same content
-            "other path": signed(json.dumps({"entries": {abspath + "x": clean}}).encode()),
+            "other path": signed(marshal.dumps({"entries": {abspath + "x": clean}})),
         }[attack]
     )
     again = run_cli("check", "--cache-dir", str(cache_dir), "m.py", cwd=tree)
@@ -410,7 +414,7 @@ def test_a_dangling_gitignore_link_in_the_cache_dir_is_left_alone(tmp_path):
     assert result.returncode == 1
     assert not os.path.lexists(tmp_path / "created-by-the-link")
     assert os.readlink(cache_dir / ".gitignore") == str(tmp_path / "created-by-the-link")
-    assert len(list(cache_dir.glob("results-*.json"))) == 1
+    assert len(list(cache_dir.glob("results-*.marshal"))) == 1
 
 
 # -- 13. a warm run over an unchanged tree reads no file content ------------------------------------
@@ -463,8 +467,8 @@ def test_a_file_the_prefilter_drops_is_cached_by_status_and_never_hashed(tmp_pat
     tree = _tree(tmp_path)
     options = RunOptions(cache_dir=str(tmp_path / "cache"))
     list(run([str(tree)], Config(), options))
-    (cache_file,) = (tmp_path / "cache").glob("results-*.json")
-    entries = json.loads(cache_file.read_bytes().partition(b"\n")[2])["entries"]
+    (cache_file,) = (tmp_path / "cache").glob("results-*.marshal")
+    entries = marshal.loads(cache_file.read_bytes().partition(b"\n")[2])["entries"]
     assert entries[str(tree / "plain.py")]["digest"] is None
     assert entries[str(tree / "bug.py")]["digest"] == cache_module.content_key(BUGGY.encode())
     hashed = []
@@ -489,8 +493,8 @@ def test_a_file_modified_just_now_is_not_trusted_by_its_status(tmp_path, monkeyp
     (tree / "new.py").write_text(BUGGY)  # a write in the same clock tick could keep the status
     options = RunOptions(cache_dir=str(tmp_path / "cache"))
     assert [len(r.findings) for r in run([str(tree)], Config(), options)] == [1, 1]
-    (cache_file,) = (tmp_path / "cache").glob("results-*.json")
-    entries = json.loads(cache_file.read_bytes().partition(b"\n")[2])["entries"]
+    (cache_file,) = (tmp_path / "cache").glob("results-*.marshal")
+    entries = marshal.loads(cache_file.read_bytes().partition(b"\n")[2])["entries"]
     assert entries[str(tree / "new.py")]["stat"] is None
     assert entries[str(tree / "old.py")]["stat"] == cache_module.stat_key(os.stat(tree / "old.py"))
 

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
-from gradgate.cli import cli
 from gradgate.witness import cli as witness_cli
 from gradgate.witness.cases import CasesError, load_cases
 from gradgate.witness.diff import Parting, divergences, parting, render
@@ -141,10 +140,8 @@ def test_case_verdicts():
 def test_witness_is_a_subcommand_and_dry_runs(tmp_path):
     cases = tmp_path / "cases.py"
     cases.write_text("def case():\n    pass\n")
-    runner = CliRunner()
-    assert "witness" in runner.invoke(cli, ["--help"]).output
-    result = runner.invoke(
-        cli,
+    assert "witness" in invoke(["--help"]).output
+    result = invoke(
         [
             "witness",
             str(cases),
@@ -172,7 +169,7 @@ def test_witness_is_a_subcommand_and_dry_runs(tmp_path):
     assert argv[argv.index("--backend") + 1] == "gloo"
     assert argv[argv.index("--modes") + 1] == "grad,checkpoint_non_reentrant"
     assert argv[argv.index("--probe") + 1] == "m:f"
-    bad = runner.invoke(cli, ["witness", str(cases), "--modes", "grad,eval", "--dry-run"])
+    bad = invoke(["witness", str(cases), "--modes", "grad,eval", "--dry-run"])
     assert bad.exit_code == 2 and "unknown mode(s) eval" in bad.output
     assert witness_cli.MODE_NAMES == ("grad", "no_grad", "checkpoint", "checkpoint_non_reentrant")
 
@@ -186,5 +183,5 @@ def test_mode_names_agree_with_the_rank_side():
 
 
 def test_cases_file_must_exist(tmp_path):
-    result = CliRunner().invoke(cli, ["witness", str(Path(tmp_path) / "missing.py")])
+    result = invoke(["witness", str(Path(tmp_path) / "missing.py")])
     assert result.exit_code == 2 and "does not exist" in result.output
