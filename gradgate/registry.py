@@ -9,15 +9,28 @@ from __future__ import annotations
 
 import importlib
 import os
-import pkgutil
 from functools import cache
 
 
 def rule_modules() -> list[str]:
+    """The modules of :mod:`gradgate.rules`, by name: its folders' ``.py`` files, listed
+    directly (``pkgutil.iter_modules`` imports ``inspect``: 4 ms of a one-file check);
+    a package that is not a folder (a zip) is asked through ``pkgutil``."""
     # gradgate.rules is rules/ mapped by setuptools' package-dir, which a type checker
     # cannot follow through an editable install: imported by name
     package = importlib.import_module("gradgate.rules")
-    return sorted(info.name for info in pkgutil.iter_modules(package.__path__))
+    names: set[str] = set()
+    for directory in package.__path__:
+        if not os.path.isdir(directory):
+            import pkgutil
+
+            names.update(info.name for info in pkgutil.iter_modules([directory]))
+            continue
+        for entry in os.listdir(directory):
+            stem, _, extension = entry.rpartition(".")
+            if extension == "py" and stem.isidentifier() and stem != "__init__":
+                names.add(stem)
+    return sorted(names)
 
 
 @cache

@@ -195,6 +195,7 @@ class ModuleIndex:
         self._lines = lines
         self._collect(tree.body, prefix="", owner=None)
         self._calls: dict[str, tuple[list[ast.Call], list[ast.Name | ast.Attribute]]] = {}
+        self._read: dict[str, frozenset[str]] = {}
         self._referenced: dict[str, set[str]] = {}
         self._mark_backward()
         self._communicates: dict[tuple[str, bool], bool] = {}
@@ -270,6 +271,28 @@ class ModuleIndex:
         if found is None:
             node = self.functions[qualname].node if qualname else self.tree
             found = self._calls[qualname] = own_calls_and_names(node)
+        return found
+
+    def names_read(self, qualname: str) -> frozenset[str]:
+        """The names a function's own code may read from its local environment: those it
+        loads or augments (``n += 1``), and those in the decorators, defaults and bases of
+        the functions and classes it defines (evaluated where they are defined). A name
+        outside it is written and never read: its value after a branch is no one's."""
+        found = self._read.get(qualname)
+        if found is None:
+            info = self.functions[qualname]
+            names = {n.id for n in self._own(qualname)[1] if isinstance(n, ast.Name)}
+            for statement in own_statements(info.node.body):
+                if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+                    names.add(statement.target.id)
+                elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    if isinstance(statement, ast.ClassDef):
+                        evaluated: list[ast.AST] = [*statement.bases, *statement.keywords]
+                    else:
+                        evaluated = [*statement.args.defaults, *filter(None, statement.args.kw_defaults)]
+                    for part in (*statement.decorator_list, *evaluated):
+                        names.update(n.id for n in ast.walk(part) if isinstance(n, ast.Name))
+            found = self._read[qualname] = frozenset(names)
         return found
 
     def referenced(self, qualname: str) -> set[str]:

@@ -216,6 +216,9 @@ class Interpreter:
         self.owner = info.owner if info else None
         self.aliases = self.index.aliases_of(info) if info else self.index.aliases
         self.result = FunctionResult()
+        #: the names the function may read (None: the module's body, whose names other
+        #: code reads); a branch's write to any other name is not joined
+        self.live = self.index.names_read(info.qualname) if info is not None else None
         self.pc = TRUE
         self.pc_origins: frozenset[ast.AST] = frozenset()
         self.statement: ast.stmt | None = None
@@ -476,7 +479,10 @@ class Interpreter:
         """The joined value of each of ``keys`` (those either path wrote; None: bound
         on neither)."""
         out: dict[str, Value | None] = {}
+        live = self.live
         for key in keys:
+            if live is not None and key.partition(".")[0] not in live and not self.c.is_flag(key):
+                continue  # never read after (nor a flag, whose joins are decisions): left as it was
             va, vb = a.values.get(key), b.values.get(key)
             if va is vb:
                 out[key] = va

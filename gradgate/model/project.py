@@ -27,6 +27,7 @@ from ..records import record, replace
 from .bdd import BudgetExceeded, Manager
 from .index import FunctionInfo, ModuleIndex, dotted, own_statements, qualify
 from .lines import LineIndex, split_lines
+from .outline import is_outlined, parse_outline
 from .summary import EMPTY, Effect, FunctionSummary, PlaceMaker, compose, summarise
 from .types import TypeHints
 from .values import SUPER, FunctionRef
@@ -211,9 +212,11 @@ class Project:
             self._kept.move_to_end(path)
 
     def tree_of(self, path: str, text: str) -> ast.Module | None:
-        """The tree of ``path`` if the project parsed it already from this very text."""
+        """The tree of ``path`` if the project parsed it already from this very text, and
+        whole (an outline, :func:`~gradgate.model.outline.parse_outline`, may hide a
+        body's syntax error: the file's own analysis parses it again)."""
         module = self._by_path.get(os.path.abspath(path))
-        if module is None or "".join(module.places.lines) != text:
+        if module is None or is_outlined(module.index.tree) or "".join(module.places.lines) != text:
             return None
         return module.index.tree
 
@@ -246,7 +249,7 @@ class Project:
                 return None
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
             text = data.decode(encoding)
-            tree = ast.parse(text)
+            tree = parse_outline(text)  # a module consulted: a function's body when read
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
             return None
         self.parsed.append(path)

@@ -1,0 +1,144 @@
+"""gradgate.model.outline: a consulted module's tree with top-level function bodies
+parsed on first read is, read whole, the tree ``ast.parse`` gives, positions included."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from conftest import invoke
+
+import gradgate.model.outline as outline
+from gradgate.model.outline import LazyAsyncFunctionDef, LazyFunctionDef, is_outlined, parse_outline
+
+#: enough top-level functions for the outline to be worth making
+PADDING = "".join(f"\n\ndef pad{i}(x):\n    return x + {i}\n" for i in range(outline.MIN_FUNCTIONS))
+
+
+def _dump(tree: ast.AST) -> str:
+    text = ast.dump(tree, include_attributes=True)
+    return text.replace("LazyFunctionDef(", "FunctionDef(").replace("LazyAsyncFunctionDef(", "AsyncFunctionDef(")
+
+
+def _lazy(tree: ast.Module) -> list[str]:
+    return [s.name for s in tree.body if isinstance(s, (LazyFunctionDef, LazyAsyncFunctionDef))]
+
+
+CASES = {
+    "string lines at column 0": 'def f():\n    s = """\ndef not_a_function():\n    pass\n"""\n    return s\n',
+    "backslash at column 0": "def f():\n    y = 1 + \\\n2\n    return y\n",
+    "decorators over lines": "@a(\n    1,\n)\n@b\ndef f(x,\n      y):\n    return x\n",
+    "quotes in comments, hashes in strings": "def f():\n    # don't stop\n    s = '# not a comment'\n    return s\n",
+    "async def": "async def f():\n    await g()\n",
+    "CRLF line ends": "def f():\r\n    return 1\r\n\r\nclass C:\r\n    def m(self):\r\n        return 2\r\n",
+    "classes and statements between": "import os\n\n\nclass C:\n    def m(self):\n        return 1\n\n\nif os.sep:\n    def g():\n        pass\nelse:\n    g = None\n\n\ndef f():\n    return C\n",
+    "tabs and form feeds": "def f():\n\tif True:\n\t\treturn 1\n\x0c\ndef g():\n    return 2\n",
+    "comment lines at column 0 inside": "def f():\n    x = 1\n# a comment at column 0\n    return x\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_an_outline_read_whole_is_the_parse(name):
+    text = CASES[name] + PADDING
+    tree = parse_outline(text)
+    assert is_outlined(tree)
+    assert len(_lazy(tree)) >= outline.MIN_FUNCTIONS  # the padding at least: the outline was made
+    assert _dump(tree) == _dump(ast.parse(text))
+
+
+def test_the_last_function_may_end_the_text_without_a_newline():
+    text = PADDING + "\n\ndef last():\n    return 1"
+    tree = parse_outline(text)
+    assert _lazy(tree)[-1] == "last" and _dump(tree) == _dump(ast.parse(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def few():\n    return 1\n",  # too few functions to pay
+        "def f():\n    x = 1\ry = 2\n" + PADDING,  # a lone carriage return: a line end the scan does not count
+        # a line inside brackets at column 0: taken for a statement's start, the function
+        # is cut short and the rest does not parse
+        "def f():\n    return g(\n1,\n2)\n\nx = 1\n" + PADDING,
+    ],
+)
+def test_texts_the_outline_does_not_pay_for_or_cannot_scan_are_parsed_whole(text):
+    tree = parse_outline(text)
+    assert not is_outlined(tree) and _lazy(tree) == []
+    assert _dump(tree) == _dump(ast.parse(text))
+
+
+@pytest.mark.parametrize("text", ["def f(:\n    pass\n" + PADDING, "x = 1\0\n" + PADDING])
+def test_what_ast_parse_refuses_at_the_top_is_refused(text):
+    with pytest.raises((SyntaxError, ValueError)) as expected:
+        ast.parse(text)
+    with pytest.raises(expected.type):
+        parse_outline(text)
+
+
+def test_a_body_that_does_not_parse_reads_as_the_outline_ellipsis():
+    text = "def broken():\n    return (\n" + PADDING
+    with pytest.raises(SyntaxError):
+        ast.parse(text)
+    tree = parse_outline(text)
+    assert is_outlined(tree)
+    broken = tree.body[0]
+    assert isinstance(broken, LazyFunctionDef)
+    assert [ast.dump(s) for s in broken.body] == ["Expr(value=Constant(value=Ellipsis))"]
+
+
+def test_a_syntax_error_in_a_consulted_module_is_still_reported_for_the_module_itself(tmp_path, monkeypatch):
+    """``b.py`` is read as ``a.py``'s dependency (outlined, its broken body hidden) and then
+    checked itself in the same run: parsed whole, its syntax error is reported."""
+    import gradgate.model.project as project
+
+    outlined = []
+
+    def recording(text):
+        tree = parse_outline(text)
+        outlined.append(is_outlined(tree))
+        return tree
+
+    monkeypatch.setattr(project, "parse_outline", recording)
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "b.py").write_text(
+        "import torch\n\n\ndef helper():\n    return (\n\n\ndef mode():\n    return torch.is_grad_enabled()\n" + PADDING
+    )
+    (package / "a.py").write_text(
+        "import torch\nfrom pkg.b import helper, pad1\n\n\ndef forward(x):\n"
+        "    ub_overlap_ag = torch.is_grad_enabled() and helper()\n    return pad1(x)\n"
+    )
+    result = invoke(["check", "--no-cache", "pkg/a.py", "pkg/b.py"], cwd=tmp_path)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0].startswith("error: pkg/b.py: syntax error at")
+
+
+@pytest.mark.network
+def test_every_transformer_engine_module_outlines_to_its_parse(te_sources: Path):
+    """Each module of TransformerEngine (from PyPI): the outline, read whole, is the parse;
+    and the function-heavy ones are outlined."""
+    outlined = set()
+    for path in sorted(te_sources.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        tree = parse_outline(text)
+        whole = ast.parse(text)
+        if is_outlined(tree):
+            outlined.add(path.name)
+            assert _lazy(tree) == [s.name for s in whole.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        assert _dump(tree) == _dump(whole), path
+    assert {"utils.py", "distributed.py"} <= outlined
+
+
+@pytest.mark.network
+def test_a_check_gives_the_same_output_with_the_outline_as_without(te_sources: Path, monkeypatch):
+    module = "transformer_engine/pytorch/module/layernorm_mlp.py"
+    root = te_sources
+    assert (root / module).is_file()
+    with_outline = invoke(["check", "--no-cache", "--format", "json", module], cwd=root)
+    monkeypatch.setattr(outline, "MIN_FUNCTIONS", 10**9)
+    without = invoke(["check", "--no-cache", "--format", "json", module], cwd=root)
+    assert with_outline.exit_code == without.exit_code == 1
+    assert with_outline.stdout == without.stdout and '"GG001"' in with_outline.stdout
