@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from conftest import invoke
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gradgate.model.outline as outline
 from gradgate.model.outline import LazyAsyncFunctionDef, LazyFunctionDef, is_outlined, parse_outline
@@ -142,3 +144,58 @@ def test_a_check_gives_the_same_output_with_the_outline_as_without(te_sources: P
     without = invoke(["check", "--no-cache", "--format", "json", module], cwd=root)
     assert with_outline.exit_code == without.exit_code == 1
     assert with_outline.stdout == without.stdout and '"GG001"' in with_outline.stdout
+
+
+# -- property: any text made of risky pieces outlines to its parse, or is refused alike ------
+
+#: top-level pieces that stress the scan: strings over lines, lines at column 0 inside
+#: brackets, backslashes, comments holding quotes, decorators, blocks that go on
+PIECES = [
+    "def f{n}(a):\n    return a\n",
+    'def s{n}():\n    return """\ndef inside():\n    pass\n"""\n',
+    "def s{n}():\n    return '''it''s\n# not a comment\n'''\n",
+    'def q{n}():\n    x = "a \\" # b"  # a comment with a \' quote\n    return x\n',
+    "def b{n}():\n    return g(\n1,\n)\n",
+    "def c{n}():\n    y = 1 + \\\n2\n    return y\n",
+    "@dec(\n    {n},\n)\n@other\ndef d{n}(x,\n       y=2):\n    return x\n",
+    "async def a{n}():\n    async with x:\n        await y\n",
+    "class K{n}:\n    def m(self):\n        return {n}\n",
+    "if X:\n    def i{n}():\n        pass\nelse:\n    pass\n",
+    "try:\n    import m{n}\nexcept ImportError:\n    m{n} = None\n",
+    "def e{n}():\n    pass\n# a comment at column 0\n    return 1\n",
+    "def r{n}():\n    return rb'\\x00' + f'{{1}}' + u\"x\"\n",
+    "x{n} = [\n1,\n2]\n",
+    "def broken{n}():\n    return (\n",
+    "def t{n}():\n\tif 1:\n\t\treturn 2\n",
+    "\n\n",
+    "# def not_a_function():\n",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(PIECES), min_size=1, max_size=14),
+    crlf=st.booleans(),
+    final_newline=st.booleans(),
+)
+def test_risky_texts_outline_to_their_parse_or_are_refused_alike(pieces, crlf, final_newline):
+    text = "".join(piece.format(n=i) for i, piece in enumerate(pieces)) + PADDING
+    if not final_newline:
+        text = text.rstrip("\n")
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    try:
+        whole = ast.parse(text)
+    except (SyntaxError, ValueError):
+        whole = None
+    if whole is not None:
+        assert _dump(parse_outline(text)) == _dump(whole)
+        return
+    # a text that does not parse: refused alike, or outlined with the broken body as `...`
+    try:
+        tree = parse_outline(text)
+    except (SyntaxError, ValueError):
+        return
+    assert is_outlined(tree)
+    broken = [s for s in tree.body if isinstance(s, LazyFunctionDef) and s.name.startswith("broken")]
+    assert broken and all(ast.dump(s.body[0]) == "Expr(value=Constant(value=Ellipsis))" for s in broken)
