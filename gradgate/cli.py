@@ -798,6 +798,24 @@ def _top_help() -> str:
     )
 
 
+def _parse(parser: _Parser, args: list[str]) -> dict[str, Any]:
+    """The command's arguments: options anywhere among the positional ones, and every
+    argument after a ``--`` positional (a path that starts with ``-``), as click took them."""
+    after: list[str] = []
+    if "--" in args:
+        at = args.index("--")
+        args, after = args[:at], args[at + 1 :]
+    parsed = vars(parser.parse_intermixed_args(args))
+    if after:
+        if "paths" in parsed:
+            parsed["paths"] = [*parsed["paths"], *after]
+        elif parsed.get("code") is None and len(after) == 1 and "code" in parsed:
+            parsed["code"] = after[0]
+        else:
+            raise UsageError(f"unrecognized arguments: {' '.join(after)}")
+    return parsed
+
+
 def run(argv: Sequence[str]) -> int:
     """Run the command line ``argv`` (without the program's name) in this process; its
     exit code. Usage errors are printed (with the command's usage) and give 2."""
@@ -824,7 +842,7 @@ def run(argv: Sequence[str]) -> int:
         make_parser, function = COMMANDS[name]
         parser = make_parser()
         usage, hint = parser.format_usage().removeprefix("usage: ").strip(), f"gradgate {name} -h"
-        parsed = vars(parser.parse_intermixed_args(rest))
+        parsed = _parse(parser, rest)
         if parsed.pop("help"):
             _echo(parser.format_help().replace("usage: ", "Usage: ", 1), nl=False)
             return EXIT_CLEAN

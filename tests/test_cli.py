@@ -306,12 +306,15 @@ def test_usage_errors_name_the_command_and_exit_2(tree, args, usage, error):
 
 
 def test_options_go_anywhere_and_help_lists_every_command(tree):
-    """Options before, between and after the paths (as pre-commit passes them), and the
-    top-level help lists the commands, the optional ones too."""
+    """Options before, between and after the paths (as pre-commit passes them), paths
+    after `--`, and the top-level help lists the commands, the optional ones too."""
     mixed = run_cli("check", "pkg/buggy.py", "--no-cache", "pkg/clean.py", "-q", cwd=tree)
     ordered = run_cli("check", "--no-cache", "-q", "pkg/buggy.py", "pkg/clean.py", cwd=tree)
     assert (mixed.returncode, mixed.stdout, mixed.stderr) == (ordered.returncode, ordered.stdout, ordered.stderr)
     assert mixed.returncode == 1 and mixed.stdout.count(b"GG001") == 1
+    (tree / "-dash.py").write_bytes(BUGGY)  # after `--`, an argument is a path even with a leading `-`
+    dashed = run_cli("check", "--no-cache", "-q", "--", "-dash.py", cwd=tree)
+    assert (dashed.returncode, dashed.stdout.split(b" GG001 ")[0]) == (1, b"-dash.py:2:39:")
     top = run_cli("--help", cwd=tree)
     assert top.returncode == 0
     listed = [line.split()[0] for line in top.stdout.decode().split("Commands:\n")[1].splitlines()]
