@@ -307,7 +307,10 @@ class ResultCache:
         entries.update(self._used)  # most recently used last
         if len(entries) > MAX_ENTRIES:
             entries = dict(list(entries.items())[-MAX_ENTRIES:])
-        body = marshal.dumps({"entries": entries})
+        try:
+            body = marshal.dumps({"entries": entries})
+        except ValueError:  # a value marshal cannot write (none should reach here): no cache
+            return
         header = b" ".join([_MAGIC, str(FORMAT).encode(), _mac(self.key, body)])
         try:
             os.makedirs(self.directory, mode=0o700, exist_ok=True)

@@ -128,6 +128,8 @@ def _invocation(
             )
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    if cache_dir is not None and not no_cache and os.path.exists(cache_dir) and not os.path.isdir(cache_dir):
+        raise UsageError(f"--cache-dir {display(cache_dir)}: not a directory")
     if progress is None:
         progress = sys.stderr.isatty() and not os.environ.get("CI")
     options = RunOptions(
@@ -242,7 +244,12 @@ def _echo(text: str | bytes, err: bool = False, nl: bool = True) -> None:
         stream.buffer.write(text + b"\n" if nl else text)
         stream.buffer.flush()
         return
-    stream.write(f"{text}\n" if nl else text)
+    text = f"{text}\n" if nl else text
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:  # a stream that cannot hold the text (PYTHONIOENCODING=ascii)
+        stream.flush()
+        stream.buffer.write(text.encode(stream.encoding or "utf-8", "backslashreplace"))
     stream.flush()
 
 
@@ -833,7 +840,7 @@ def run(argv: Sequence[str]) -> int:
             raise UsageError(f"No such option: {name}")
         if name in CLICK_COMMANDS and (command := _click_command(name)) is not None:
             try:
-                command.main(args=rest, prog_name=f"gradgate {name}")
+                command.main(args=rest, prog_name=f"gradgate {name}", help_option_names=["-h", "--help"])
             except SystemExit as end:
                 return _status(end.code)
             return EXIT_CLEAN

@@ -33,6 +33,7 @@ objects do.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from functools import cache
 from operator import attrgetter
@@ -143,6 +144,8 @@ def as_dict(obj: object) -> Any:
     names = getattr(obj.__class__, FIELDS, None)
     if names is not None:
         return {name: as_dict(obj.__dict__[name]) for name in names}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a namedtuple
+        return type(obj)(*(as_dict(item) for item in obj))
     if isinstance(obj, (list, tuple)):
         return type(obj)(as_dict(item) for item in obj)
     if isinstance(obj, dict):
@@ -155,9 +158,13 @@ def is_record(obj: object) -> bool:
     return hasattr(obj if isinstance(obj, type) else type(obj), FIELDS)
 
 
+#: a string annotation naming ClassVar, under any module alias (``tp.ClassVar[int]``)
+_CLASS_VARIABLE = re.compile(r"(?:\w+\.)*ClassVar\b")
+
+
 def _is_class_variable(annotation: object) -> bool:
     if isinstance(annotation, str):
-        return annotation.startswith(("ClassVar", "typing.ClassVar"))
+        return _CLASS_VARIABLE.match(annotation) is not None
     import typing
 
     return annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar
@@ -183,7 +190,9 @@ def _fields(cls: type) -> list[tuple[str, Field]]:
                 setattr(cls, name, spec.default)
         else:
             spec = Field(default=spec)
-        if isinstance(spec.default, (list, dict, set)):
+        if name.startswith("__record_"):
+            raise TypeError(f"record {cls.__qualname__}: field {name}: the prefix __record_ is the records' own")
+        if spec.default is not _MISSING and type(spec.default).__hash__ is None:
             raise ValueError(f"record {cls.__qualname__}: mutable default for field {name}: use default_factory")
         if spec.required and fields and not fields[-1][1].required:
             raise TypeError(f"record {cls.__qualname__}: field {name} without a default follows one with a default")
@@ -217,9 +226,14 @@ def _build(cls: type, frozen: bool) -> None:
 
 
 def _getter(names: Iterable[str]) -> Callable[[object], object]:
-    """The values of these fields (of one field: its value), read in one call."""
+    """The values of these fields, as a tuple, read in one call."""
     names = tuple(names)
-    return attrgetter(*names) if names else _no_fields
+    if not names:
+        return _no_fields
+    if len(names) == 1:  # attrgetter of one name gives the bare value: a tuple, as dataclasses compare
+        one = attrgetter(names[0])
+        return lambda record: (one(record),)
+    return attrgetter(*names)
 
 
 def _no_fields(_record: object) -> tuple[()]:
@@ -262,14 +276,14 @@ def _frozen_delattr(self: object, name: str) -> None:
 def _init(cls: type, fields: list[tuple[str, Field]]) -> Callable[..., None]:
     """``cls.__init__``: the template of its shape with the fields' names put in."""
     factories = tuple((name, spec.default_factory) for name, spec in fields if spec.default_factory is not None)
-    template = _init_template(len(fields), bool(factories), "__post_init__" in cls.__dict__)
+    template = _init_template(len(fields), bool(factories), hasattr(cls, "__post_init__"))
     rename = {f"_f{i}": name for i, (name, _) in enumerate(fields)}
     code = template.replace(
         co_varnames=tuple(rename.get(name, name) for name in template.co_varnames),
         co_consts=tuple(rename.get(c, c) if isinstance(c, str) else c for c in template.co_consts),
         co_qualname=f"{cls.__qualname__}.__init__",
     )
-    scope = {"__builtins__": __builtins__, "_MISSING": _MISSING, "_factories": factories}
+    scope = {"__builtins__": __builtins__, "__record_missing": _MISSING, "__record_factories": factories}
     # the fields with a default come last (_fields sees to it); a factory's stands for "not given"
     defaults = tuple(spec.default for _, spec in fields if not spec.required)
     return FunctionType(code, scope, "__init__", defaults or None)
@@ -278,17 +292,21 @@ def _init(cls: type, fields: list[tuple[str, Field]]) -> Callable[..., None]:
 @cache
 def _init_template(count: int, factories: bool, post_init: bool) -> CodeType:
     """The code of an ``__init__`` of ``count`` fields named ``_f0``, ``_f1``, ...: one
-    compile per shape, where ``dataclasses`` compiles every class's."""
+    compile per shape, where ``dataclasses`` compiles every class's. Its own names start
+    with ``__record_`` (a field may not): a field named ``self`` or ``_state`` is a field."""
     parameters = "".join(f", _f{i}" for i in range(count))
-    body = ["  _state = self.__dict__", *(f"  _state['_f{i}'] = _f{i}" for i in range(count))]
+    body = [
+        "  __record_state = __record_self.__dict__",
+        *(f"  __record_state['_f{i}'] = _f{i}" for i in range(count)),
+    ]
     if factories:
         body += [
-            "  for _name, _make in _factories:",
-            "    if _state[_name] is _MISSING:",
-            "      _state[_name] = _make()",
+            "  for __record_name, __record_make in __record_factories:",
+            "    if __record_state[__record_name] is __record_missing:",
+            "      __record_state[__record_name] = __record_make()",
         ]
     if post_init:
-        body.append("  self.__post_init__()")
+        body.append("  __record_self.__post_init__()")
     scope: dict[str, Any] = {}
-    exec(f"def __init__(self{parameters}):\n" + "\n".join(body), scope)
+    exec(f"def __init__(__record_self{parameters}):\n" + "\n".join(body), scope)
     return scope["__init__"].__code__

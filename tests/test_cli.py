@@ -291,6 +291,11 @@ def test_check_and_fix_end_with_the_cyclic_collector_off_other_commands_keep_it(
         ),
         (["check", "--no-cach", "-h"], "gradgate check [OPTIONS] [PATHS]...", "unrecognized arguments: --no-cach"),
         (["explain"], "gradgate explain [OPTIONS] CODE", "Missing argument 'CODE'."),
+        (
+            ["check", "--cache-dir", "pkg/buggy.py", "pkg"],
+            "gradgate check [OPTIONS] [PATHS]...",
+            "--cache-dir pkg/buggy.py: not a directory",
+        ),
         (["explain", "GG999"], "gradgate explain [OPTIONS] CODE", "unknown rule 'GG999'; `gradgate rules` lists them"),
         (["lint"], "gradgate [OPTIONS] COMMAND [ARGS]...", "No such command 'lint'."),
         (["--verbose"], "gradgate [OPTIONS] COMMAND [ARGS]...", "No such option: --verbose"),
@@ -324,3 +329,17 @@ def test_options_go_anywhere_and_help_lists_every_command(tree):
     from gradgate import __version__
 
     assert run_cli("--version", cwd=tree).stdout == f"gradgate, version {__version__}\n".encode()
+
+
+@pytest.mark.parametrize("command", ["harness", "witness"])
+def test_the_click_commands_take_h_for_help(tree, command):
+    result = run_cli(command, "-h", cwd=tree)
+    assert result.returncode == 0
+    assert result.stdout.decode().splitlines()[0].startswith(f"Usage: gradgate {command} [OPTIONS]")
+
+
+def test_output_a_stream_cannot_encode_is_escaped_not_a_crash(tree):
+    (tree / "\u00fcn\u00ef.py").write_bytes(BUGGY)
+    result = run_cli("check", "--no-cache", "-q", "\u00fcn\u00ef.py", cwd=tree, env={"PYTHONIOENCODING": "ascii"})
+    assert (result.returncode, result.stderr) == (1, b"")
+    assert result.stdout.startswith(b"\\xfcn\\xef.py:2:39: GG001 ")

@@ -35,7 +35,11 @@ CASES = {
     "async def": "async def f():\n    await g()\n",
     "CRLF line ends": "def f():\r\n    return 1\r\n\r\nclass C:\r\n    def m(self):\r\n        return 2\r\n",
     "classes and statements between": "import os\n\n\nclass C:\n    def m(self):\n        return 1\n\n\nif os.sep:\n    def g():\n        pass\nelse:\n    g = None\n\n\ndef f():\n    return C\n",
-    "tabs and form feeds": "def f():\n\tif True:\n\t\treturn 1\n\x0c\ndef g():\n    return 2\n",
+    "tabs": "def f():\n\tif True:\n\t\treturn 1\n\ndef g():\n    return 2\n",
+    # a backslash before a CRLF goes on with the string (a review found the scan lost step)
+    "CRLF after a backslash in a string": (
+        "def f():\r\n    return \"a\\\r\n\" + \"'''\"\r\ndef g():\r\n    return 1\r\ny = 1  # '''\r\n"
+    ),
     "comment lines at column 0 inside": "def f():\n    x = 1\n# a comment at column 0\n    return x\n",
 }
 
@@ -60,6 +64,8 @@ def test_the_last_function_may_end_the_text_without_a_newline():
     [
         "def few():\n    return 1\n",  # too few functions to pay
         "def f():\n    x = 1\ry = 2\n" + PADDING,  # a lone carriage return: a line end the scan does not count
+        # after a form feed the tokenizer's column is 0 again: `g` is top-level (a review found it)
+        "def f():\n    return 1\n\x0cdef g():\n    return 2\n" + PADDING,
         # a line inside brackets at column 0: taken for a statement's start, the function
         # is cut short and the rest does not parse
         "def f():\n    return g(\n1,\n2)\n\nx = 1\n" + PADDING,
@@ -169,6 +175,9 @@ PIECES = [
     "def t{n}():\n\tif 1:\n\t\treturn 2\n",
     "\n\n",
     "# def not_a_function():\n",
+    "def ff{n}():\n    return 1\n\x0cdef gg{n}():\n    return 2\n",
+    'def sb{n}():\n    return "a\\\n" + "\'\'\'"\n',
+    "y{n} = 1  # '''\n",
 ]
 
 

@@ -173,3 +173,48 @@ def test_what_records_refuse() -> None:
 
     with pytest.raises(ValueError, match="a default or a default_factory, not both"):
         field(default=1, default_factory=int)  # type: ignore[call-overload]
+
+
+def test_what_a_review_found_behaves_as_dataclasses():
+    """A field named ``self`` (or like the template's names), ``ClassVar`` under an alias,
+    one field compared as a 1-tuple, an inherited ``__post_init__``, a namedtuple in
+    ``as_dict`` and an unhashable default."""
+    import collections
+    import typing as tp
+
+    @record
+    class Named:
+        self: int
+        other: int = 2
+        _state: int = 3
+        SHARED: tp.ClassVar[int] = 1
+
+    assert Named(self=1) == Named(1, 2, 3) and replace(Named(1), other=5).other == 5
+    assert Named.__record_fields__ == ("self", "other", "_state")  # type: ignore[attr-defined]
+
+    @record
+    class One:
+        x: float
+
+    nan = float("nan")
+    assert One(nan) == One(nan) and hash(One(1.0)) == hash(One(1.0))  # the identity of the tuple's item
+
+    seen = []
+
+    class Mixin:
+        def __post_init__(self) -> None:
+            seen.append(self)
+
+    @record
+    class Mixed(Mixin):
+        a: int
+
+    made = Mixed(1)
+    assert seen == [made] and seen[0] is made
+    pair = collections.namedtuple("pair", "a b")
+    assert as_dict([pair(Point(1), 2)]) == [pair(as_dict(Point(1)), 2)]
+    with pytest.raises(ValueError, match="mutable default for field buffer"):
+
+        @record
+        class Buffered:
+            buffer: bytearray = bytearray()

@@ -20,8 +20,11 @@ none). A line inside brackets that the scan takes for a start cuts a function sh
 and the text that is then left over does not parse: the whole text is parsed instead,
 as it is where anything else does not parse, on Pythons whose f-strings may hold their
 own quotes (3.12 on), which the scan does not follow, and for a text with lone carriage
-returns (line ends the scan does not count) or a null byte (which ``ast.parse``
-refuses). A body that does not parse on its own is taken from a parse of the whole text.
+returns (line ends the scan does not count), form feeds (after which the tokenizer counts
+columns from 0 again: ``\\fdef g():`` starts a statement) or a null byte (which
+``ast.parse`` refuses). A backslash before a CRLF line end continues a string as one
+before a LF does. A body that does not parse on its own is taken from a parse of the
+whole text.
 
 One difference is left: a module whose whole text does not parse because of a function
 body is still outlined, and that body, when read, is the outline's ``...``; a whole
@@ -45,10 +48,10 @@ from typing import Any
 _TOKEN = re.compile(
     r"""
       \#[^\n]*
-    | \"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"
-    | '''(?:[^'\\]|\\.|'(?!''))*'''
-    | "(?:[^"\\\n]|\\.)*"
-    | '(?:[^'\\\n]|\\.)*'
+    | \"\"\"(?:[^"\\]|\\(?:\r\n|.)|"(?!""))*\"\"\"
+    | '''(?:[^'\\]|\\(?:\r\n|.)|'(?!''))*'''
+    | "(?:[^"\\\n]|\\(?:\r\n|.))*"
+    | '(?:[^'\\\n]|\\(?:\r\n|.))*'
     """,
     re.S | re.X,
 )
@@ -74,6 +77,7 @@ def parse_outline(text: str) -> ast.Module:
         not SCANNED
         or text.count("\ndef ") + text.count("\nasync def ") < MIN_FUNCTIONS
         or "\0" in text
+        or "\f" in text  # the tokenizer's column starts again after one: `\fdef g():` is top-level
         or text.count("\r") != text.count("\r\n")
     ):
         return ast.parse(text)
