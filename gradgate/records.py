@@ -14,11 +14,13 @@ It does what gradgate's classes use, the way ``dataclasses`` does it:
 * the fields are the class's own annotations, in order (``ClassVar`` ones are not
   fields); a field's default is the value assigned in the class body or
   ``field(default=...)``; ``field(default_factory=...)`` makes a fresh one per instance;
-  a mutable default (a list, dict or set) is refused, as ``dataclasses`` refuses it;
+  an unhashable default (a list, dict or set) is refused, as ``dataclasses`` refuses it;
+  a field's name may be anything but one starting with ``__record_`` (the template's);
 * ``__init__`` takes the fields as arguments, positional or by keyword, and calls
-  ``__post_init__`` when the class defines one;
-* ``__eq__`` compares two instances of the same class field by field; ``__repr__``
-  shows the fields (``field(repr=False)`` hides one);
+  ``__post_init__`` when the class has one (its own or a base's);
+* ``__eq__`` compares the tuples of two instances' fields, of the same class only;
+  ``field(compare=False)`` leaves one out (``hash=False``: out of the hash only);
+  ``__repr__`` shows the fields (``field(repr=False)`` hides one);
 * frozen (the default): assigning or deleting an attribute raises
   :class:`FrozenInstanceError`, and instances hash by their fields; ``record(frozen=False)``
   makes a mutable record, unhashable like a mutable dataclass;
