@@ -196,7 +196,8 @@ def _results(invocation: Invocation):
     try:
         next_out = 0
         for settings, members in groups(targets):
-            options = replace(invocation.options, root=settings.root)
+            named = frozenset(os.path.abspath(t.path) for t in members if t.named)
+            options = replace(invocation.options, root=settings.root, named=named)
             for result in run([t.path for t in members], settings.config, options, step, skipped=_print_skipped):
                 by_path[result.path] = result
             done_before += len(members)

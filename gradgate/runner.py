@@ -50,6 +50,9 @@ class RunOptions:
     #: give each fixable finding its text edit (JSON, SARIF, ``--show-fixes``) in the
     #: analysis that finds it, not in a second one
     edits: bool = False
+    #: the files (absolute) named on the command line, not found in a folder: asked
+    #: against the modules outside the run they import too (:func:`_outside_pass`)
+    named: frozenset[str] = frozenset()
 
 
 def lint_source(path: str, data: bytes, config: Config, **options: object) -> FileResult:
@@ -301,10 +304,12 @@ def _second_pass(
     roots: tuple[str, ...],
     cache: ResultCache | None,
     now_ns: int,
+    named: frozenset[int] = frozenset(),
 ) -> Iterator[tuple[int, FileResult]]:
     """The results of the files the pre-filter dropped: each analysed after all, in
     this process, if it spells the name of a function another file returns grad mode
-    from (``grad_on()``), until no new such name turns up; else its held result."""
+    from (``grad_on()``), until no new such name turns up; then those of them ``named``
+    on the command line (:func:`_outside_pass`); else its held result."""
     names: set[str] = set()
     for result in results:
         if result is not None:
@@ -334,7 +339,97 @@ def _second_pass(
 
                 cache.put(os.path.abspath(item.path), content_key(source.data), source.info, now_ns, result)
             yield index, result
+    yield from _outside_pass(held, discovered, config, options, roots, cache, now_ns, named)
     yield from held.items()
+
+
+def _outside_pass(
+    held: dict[int, FileResult],
+    discovered: list[Discovered],
+    config: Config,
+    options: RunOptions,
+    roots: tuple[str, ...],
+    cache: ResultCache | None,
+    now_ns: int,
+    named: frozenset[int],
+) -> Iterator[tuple[int, FileResult]]:
+    """The held files named on the command line (as pre-commit and editors name them),
+    against the modules outside the run they import: a file analysed after all if it
+    spells a function such a module returns grad mode from; else held, its result
+    resting on those modules (a change to one of them reads it again). A file found in
+    a folder is not asked: the modules it imports are mostly in the run, and parsing
+    every dropped file for its imports would cost a folder's run more than its analysis.
+    A held result that rests on modules already was decided with them (the cache
+    checked them unchanged)."""
+    asked = [i for i in sorted(held) if i in named and not held[i].dependencies]
+    if not asked:
+        return
+    project = _project(config, roots)
+    inside = set(roots)
+    exports: dict[str, frozenset[str]] = {}
+    for index in asked:
+        item = discovered[index]
+        try:
+            source = read_source(item.path)
+        except SourceError:
+            continue
+        modules = _imported_outside(item.path, source.data, project, inside)
+        names: set[str] = set()
+        for module in modules:
+            if module not in exports:
+                exports[module] = _exports_of(module, config, options, roots)
+            names |= exports[module]
+        also = frozenset(name.encode() for name in names)
+        if also and may_hold_findings(source.data, config, also):
+            del held[index]
+            result = _analyse(_job(item.path, source.data, config, options, roots, also))
+            if cache is not None:
+                from .cache import content_key
+
+                cache.put(os.path.abspath(item.path), content_key(source.data), source.info, now_ns, result)
+            yield index, result
+        elif modules:
+            held[index] = FileResult(item.path, stage="prefilter", dependencies=modules)
+            if cache is not None:
+                cache.put(os.path.abspath(item.path), None, source.info, now_ns, held[index])
+
+
+def _imported_outside(path: str, data: bytes, project: Project, inside: set[str]) -> tuple[str, ...]:
+    """The files (absolute) of the modules ``path`` imports from that are found under the
+    project's roots and are not among ``inside`` (the run's files)."""
+    import ast
+
+    from .model.index import import_aliases
+    from .model.project import module_name
+
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    statements: list[ast.stmt] = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+    found: set[str] = set()
+    for target in set(import_aliases(statements, module_name(path)[1]).values()):
+        for name in (target, target.rpartition(".")[0]):
+            module = project.find_module(name) if name else None
+            if module is not None:
+                if os.path.abspath(module) not in inside:
+                    found.add(os.path.abspath(module))
+                break
+    return tuple(sorted(found))
+
+
+def _exports_of(path: str, config: Config, options: RunOptions, roots: tuple[str, ...]) -> frozenset[str]:
+    """The names of the functions the module ``path`` returns grad mode from (its
+    analysis, where its bytes may return grad mode at all)."""
+    from .model.project import _may_return_grad
+
+    try:
+        data = read_source(path).data
+    except SourceError:
+        return frozenset()
+    if not _may_return_grad(data, config.prefilter_tokens()):
+        return frozenset()
+    return frozenset(_analyse(_job(path, data, config, options, roots)).exports)
 
 
 #: a run's options when none are given
@@ -442,7 +537,8 @@ def _run(
             while next_out < total and results[next_out] is not None:
                 yield _per_file_ignored(results[next_out], config, options.root)  # type: ignore[arg-type]
                 next_out += 1
-        for index, result in _second_pass(held, results, discovered, config, options, roots, cache, now_ns):
+        named = frozenset(i for i, item in enumerate(discovered) if os.path.abspath(item.path) in options.named)
+        for index, result in _second_pass(held, results, discovered, config, options, roots, cache, now_ns, named):
             results[index] = result
             done += 1
             if progress is not None:

@@ -30,6 +30,8 @@ class Target:
     path: str
     settings: Settings | None
     error: str | None = None
+    #: named on the command line (not found in a folder)
+    named: bool = False
 
 
 def display_path(path: str, cwd: str | None = None) -> str:
@@ -170,13 +172,13 @@ def collect(
                 continue
             settings = resolver.for_path(key, is_file=True)
             if explicit_file and not force_exclude:
-                targets.append(Target(shown, settings))
+                targets.append(Target(shown, settings, named=True))
                 continue
             if settings.config.exclude and _excluded_below(item.path, settings.root, settings.config.exclude, stop):
                 continue
             if gitignore is not None and not explicit_file and gitignore.ignored(key):
                 continue
-            targets.append(Target(shown, settings))
+            targets.append(Target(shown, settings, named=explicit_file))
     return targets
 
 

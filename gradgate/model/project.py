@@ -142,6 +142,11 @@ class Project:
         if top and os.path.isdir(package) and package not in self._packages:
             self._packages.append(package)
 
+    def find_module(self, name: str) -> str | None:
+        """The file of the module ``name`` (``a.b``: ``a/b.py`` or ``a/b/__init__.py``
+        under a root), or None."""
+        return self._find(name)
+
     def _find(self, name: str) -> str | None:
         if name in self._found:
             return self._found[name]
