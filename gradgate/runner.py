@@ -361,11 +361,16 @@ def _outside_pass(
     every dropped file for its imports would cost a folder's run more than its analysis.
     A held result that rests on modules already was decided with them (the cache
     checked them unchanged)."""
-    asked = [i for i in sorted(held) if i in named and not held[i].dependencies]
+    inside = set(roots)
+    whole: dict[str, bool] = {}
+    asked = [
+        i
+        for i in sorted(held)
+        if i in named and not held[i].dependencies and not _package_in_run(discovered[i].path, inside, whole)
+    ]
     if not asked:
         return
     project = _project(config, roots)
-    inside = set(roots)
     exports: dict[str, frozenset[str]] = {}
     for index in asked:
         item = discovered[index]
@@ -392,6 +397,33 @@ def _outside_pass(
             held[index] = FileResult(item.path, stage="prefilter", dependencies=modules)
             if cache is not None:
                 cache.put(os.path.abspath(item.path), None, source.info, now_ns, held[index])
+
+
+def _package_in_run(path: str, inside: set[str], seen: dict[str, bool]) -> bool:
+    """Is every module of the top-level package holding ``path`` (outside packages: of
+    its folder) in the run? Then nothing it imports from its package is outside it
+    (``pre-commit run --all-files`` names every file: none of them is parsed for its
+    imports). ``seen`` keeps the answer per folder."""
+    from .model.project import module_name
+
+    directory = os.path.dirname(os.path.abspath(path))
+    found = seen.get(directory)  # (files of one folder share their package)
+    if found is not None:
+        return found
+    name, package, root = module_name(path)
+    top = name.split(".")[0] if package else ""
+    folder = os.path.join(root, top) if top else directory
+    found = seen.get(folder)
+    if found is None:
+        if top:
+            modules = (
+                os.path.join(parent, f) for parent, _, files in os.walk(folder) for f in files if f.endswith(".py")
+            )
+        else:
+            modules = (os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py"))
+        found = seen[folder] = all(os.path.abspath(m) in inside for m in modules)
+    seen[directory] = found
+    return found
 
 
 def _imported_outside(path: str, data: bytes, project: Project, inside: set[str]) -> tuple[str, ...]:

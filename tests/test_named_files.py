@@ -60,3 +60,21 @@ def test_the_cached_result_of_a_file_checked_alone_follows_the_module_it_imports
     assert check() == [FINDING] and check() == [FINDING]
     write(NOT_GRAD)
     assert check() == []
+
+
+def test_a_file_whose_whole_package_is_in_the_run_is_not_parsed_for_its_imports(tree, monkeypatch):
+    """``pre-commit run --all-files`` names every file: none is parsed for its imports."""
+    import gradgate.runner as runner
+
+    asked: list[str] = []
+    real = runner._imported_outside
+
+    def recording(path, *rest):
+        asked.append(os.path.basename(path))
+        return real(path, *rest)
+
+    monkeypatch.setattr(runner, "_imported_outside", recording)
+    every = invoke(["check", "--no-cache", "-q", "ovl/__init__.py", "ovl/layer.py", "ovl/state.py"], cwd=tree)
+    assert (every.exit_code, _lines(every), asked) == (1, [FINDING], [])
+    alone = invoke(["check", "--no-cache", "-q", "ovl/layer.py"], cwd=tree)
+    assert (alone.exit_code, _lines(alone), asked) == (1, [FINDING], ["layer.py"])
