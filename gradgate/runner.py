@@ -327,20 +327,34 @@ def _second_pass(
             if not may_hold_findings(source.data, config, also):
                 continue
             del held[index]
-            ignored = _ignoring_itself(item.path, source, cache, now_ns)
-            if ignored is not None:
-                yield index, ignored
-                continue
-            job = _job(item.path, source.data, config, options, roots, also)
-            result = _analyse(job)
+            result = _analyse_held(item.path, source, also, config, options, roots, cache, now_ns)
             names.update(result.exports)
-            if cache is not None:
-                from .cache import content_key
-
-                cache.put(os.path.abspath(item.path), content_key(source.data), source.info, now_ns, result)
             yield index, result
     yield from _outside_pass(held, discovered, config, options, roots, cache, now_ns, named)
     yield from held.items()
+
+
+def _analyse_held(
+    path: str,
+    source: SourceFile,
+    also: frozenset[bytes],
+    config: Config,
+    options: RunOptions,
+    roots: tuple[str, ...],
+    cache: ResultCache | None,
+    now_ns: int,
+) -> FileResult:
+    """The result of a held file that spells a name in ``also`` (functions returning
+    grad mode): ignored if it ignores itself, else analysed with those names; cached."""
+    ignored = _ignoring_itself(path, source, cache, now_ns)
+    if ignored is not None:
+        return ignored
+    result = _analyse(_job(path, source.data, config, options, roots, also))
+    if cache is not None:
+        from .cache import content_key
+
+        cache.put(os.path.abspath(path), content_key(source.data), source.info, now_ns, result)
+    return result
 
 
 def _outside_pass(
@@ -387,12 +401,7 @@ def _outside_pass(
         also = frozenset(name.encode() for name in names)
         if also and may_hold_findings(source.data, config, also):
             del held[index]
-            result = _analyse(_job(item.path, source.data, config, options, roots, also))
-            if cache is not None:
-                from .cache import content_key
-
-                cache.put(os.path.abspath(item.path), content_key(source.data), source.info, now_ns, result)
-            yield index, result
+            yield index, _analyse_held(item.path, source, also, config, options, roots, cache, now_ns)
         elif modules:
             held[index] = FileResult(item.path, stage="prefilter", dependencies=modules)
             if cache is not None:
@@ -453,13 +462,13 @@ def _imported_outside(path: str, data: bytes, project: Project, inside: set[str]
 def _exports_of(path: str, config: Config, options: RunOptions, roots: tuple[str, ...]) -> frozenset[str]:
     """The names of the functions the module ``path`` returns grad mode from (its
     analysis, where its bytes may return grad mode at all)."""
-    from .model.project import _may_return_grad
+    from .model.project import may_return_grad
 
     try:
         data = read_source(path).data
     except SourceError:
         return frozenset()
-    if not _may_return_grad(data, config.prefilter_tokens()):
+    if not may_return_grad(data, config.prefilter_tokens()):
         return frozenset()
     return frozenset(_analyse(_job(path, data, config, options, roots)).exports)
 

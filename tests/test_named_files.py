@@ -78,3 +78,11 @@ def test_a_file_whose_whole_package_is_in_the_run_is_not_parsed_for_its_imports(
     assert (every.exit_code, _lines(every), asked) == (1, [FINDING], [])
     alone = invoke(["check", "--no-cache", "-q", "ovl/layer.py"], cwd=tree)
     assert (alone.exit_code, _lines(alone), asked) == (1, [FINDING], ["layer.py"])
+
+
+def test_a_named_file_that_ignores_itself_is_ignored_by_the_outside_pass_too(tree):
+    layer = tree / "ovl" / "layer.py"
+    layer.write_text("# gradgate: ignore-file\n" + layer.read_text())
+    alone = invoke(["check", "--no-cache", "ovl/layer.py"], cwd=tree)
+    folder = invoke(["check", "--no-cache", "ovl"], cwd=tree)
+    assert (alone.exit_code, _lines(alone)) == (folder.exit_code, _lines(folder)) == (0, ["All checks passed."])

@@ -250,7 +250,7 @@ class Project:
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
-            if self._grad_only and not _may_return_grad(data, self.config.prefilter_tokens()):
+            if self._grad_only and not may_return_grad(data, self.config.prefilter_tokens()):
                 return None
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
             text = data.decode(encoding)
@@ -446,7 +446,7 @@ class Project:
     def returned_grad(self, ref: FunctionRef) -> tuple[int, Callee] | None:
         """``(polarity, callee)`` when the function a call of ``ref`` runs returns grad
         mode (1) or its negation (-1). Only modules whose bytes could return grad mode
-        (:func:`_may_return_grad`) are read for this question, and only functions whose
+        (:func:`may_return_grad`) are read for this question, and only functions whose
         lines spell it are interpreted."""
         key = (ref.qualname, ref.receiver)
         if key in self._returned:
@@ -674,7 +674,7 @@ def reference(func: ast.expr, info: FunctionInfo, aliases: dict[str, str], hints
     return FunctionRef(qualify(name, aliases), external=True)
 
 
-def _may_return_grad(data: bytes, tokens: tuple[bytes, ...]) -> bool:
+def may_return_grad(data: bytes, tokens: tuple[bytes, ...]) -> bool:
     """Could a function of this file return grad mode: a ``return`` of a grad-mode token,
     or of a name (``self.name``) assigned from one? A look at the bytes, before parsing:
     at the lines that hold a token only (a handful), not at every line (the patterns
