@@ -155,7 +155,7 @@ def _collect_now_and_then(size: int) -> None:
         gc.collect(0)
 
 
-Job = tuple[str, bytes, Config, bool, bool, bool, bool, tuple[str, ...], frozenset[bytes]]
+Job = tuple[str, bytes, Config, bool, bool, bool, bool, tuple[str, ...], frozenset[bytes], frozenset[str]]
 
 
 def _job(
@@ -165,14 +165,29 @@ def _job(
     options: RunOptions,
     roots: tuple[str, ...],
     also: frozenset[bytes] = frozenset(),
+    analysed: frozenset[str] = frozenset(),
 ) -> Job:
-    return (path, data, config, options.fix, options.prefilter, options.unsafe_fixes, options.edits, roots, also)
+    """What :func:`_analyse` needs for one file; ``analysed``: the files of the run that
+    reach analysis (absolute paths), which a module that consults them parses whole."""
+    return (
+        path,
+        data,
+        config,
+        options.fix,
+        options.prefilter,
+        options.unsafe_fixes,
+        options.edits,
+        roots,
+        also,
+        analysed,
+    )
 
 
 def _analyse(job: Job) -> FileResult:
-    path, data, config, fix, prefilter, unsafe_fixes, edits, paths, also = job
+    path, data, config, fix, prefilter, unsafe_fixes, edits, paths, also, analysed = job
     project = _project(config, paths)
     project.note_returns(name.decode() for name in also)
+    project.expect(analysed)
     with collector_paused():
         result = lint_source(
             path,
@@ -514,7 +529,8 @@ def _run(
     now_ns = time.time_ns()
 
     results: list[FileResult | None] = [None] * total
-    pending: list[tuple[int, Job]] = []
+    #: the files that reach analysis: their index, path and bytes
+    reaching: list[tuple[int, str, bytes]] = []
     #: files the pre-filter dropped, held back until it is known whether they call a
     #: function of another file that returns grad mode (their results stay unset)
     held: dict[int, FileResult] = {}
@@ -561,8 +577,10 @@ def _run(
             continue
         if cache is not None:
             recorded[index] = (abspath, digest or content_key(data), source.info)
-        job = _job(item.path, data, config, options, roots)
-        pending.append((index, job))
+        reaching.append((index, item.path, data))
+
+    analysed = frozenset(os.path.abspath(path) for _, path, _ in reaching)
+    pending = [(index, _job(path, data, config, options, roots, analysed=analysed)) for index, path, data in reaching]
 
     done = total - len(pending) - len(held)
     computed, pool = _analysed([job for _, job in pending], options)

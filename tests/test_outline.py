@@ -4,6 +4,7 @@ parsed on first read is, read whole, the tree ``ast.parse`` gives, positions inc
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ PADDING = "".join(f"\n\ndef pad{i}(x):\n    return x + {i}\n" for i in range(out
 
 def _dump(tree: ast.AST) -> str:
     text = ast.dump(tree, include_attributes=True)
-    return text.replace("LazyFunctionDef(", "FunctionDef(").replace("LazyAsyncFunctionDef(", "AsyncFunctionDef(")
+    return re.sub(r"\bLazy(\w*Def)\(", r"\1(", text)
 
 
 def _lazy(tree: ast.Module) -> list[str]:
@@ -41,6 +42,16 @@ CASES = {
         "def f():\r\n    return \"a\\\r\n\" + \"'''\"\r\ndef g():\r\n    return 1\r\ny = 1  # '''\r\n"
     ),
     "comment lines at column 0 inside": "def f():\n    x = 1\n# a comment at column 0\n    return x\n",
+    # methods of top-level classes
+    "methods, decorated, one-line and last": (
+        "@dataclass\nclass C(Base,\n        metaclass=M):  # a comment\n    '''doc\ndef not_a_method(self):\n'''\n"
+        "    x: int = 1\n\n    @property\n    def p(self):\n        return self.x\n\n    def one(self): return 1\n"
+        "  # a comment at another indentation\n    async def a(self):\n        y = 1 + \\\n    2\n        return y\n"
+    ),
+    "a nested class and statements after methods": (
+        "class C:\n    class Inner:\n        def m(self):\n            return 1\n    def outer(self):\n"
+        "        return 2\n    z = outer\n"
+    ),
 }
 
 
@@ -51,6 +62,31 @@ def test_an_outline_read_whole_is_the_parse(name):
     assert is_outlined(tree)
     assert len(_lazy(tree)) >= outline.MIN_FUNCTIONS  # the padding at least: the outline was made
     assert _dump(tree) == _dump(ast.parse(text))
+
+
+def test_the_methods_of_top_level_classes_are_outlined_too():
+    text = CASES["methods, decorated, one-line and last"] + PADDING
+    tree = parse_outline(text)
+    klass = next(s for s in tree.body if isinstance(s, ast.ClassDef))
+    lazy = [s.name for s in klass.body if isinstance(s, (LazyFunctionDef, LazyAsyncFunctionDef))]
+    assert lazy == ["p", "one", "a"]
+    # the class ends where its last method does: read from that method
+    assert isinstance(klass, outline.LazyClassDef) and (klass.end_lineno, klass.end_col_offset) == (18, 16)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "class C: pass\n",  # the body on the header's line
+        "class C:\n\tdef m(self):\n\t\treturn 1\n",  # a tab in the indentation
+        "class C:\n    def m(self):\n        return g(\n    1)\n",  # a bracket's line at the methods' indentation
+    ],
+)
+def test_classes_whose_methods_the_scan_cannot_take_are_kept_whole(text):
+    tree = parse_outline(text + PADDING)
+    methods = [s for c in tree.body if isinstance(c, ast.ClassDef) for s in c.body]
+    assert not any(isinstance(s, LazyFunctionDef) for s in methods)
+    assert _dump(tree) == _dump(ast.parse(text + PADDING))
 
 
 def test_the_last_function_may_end_the_text_without_a_newline():
@@ -178,6 +214,17 @@ PIECES = [
     "def ff{n}():\n    return 1\n\x0cdef gg{n}():\n    return 2\n",
     'def sb{n}():\n    return "a\\\n" + "\'\'\'"\n',
     "y{n} = 1  # '''\n",
+    # classes: methods the scan leaves out, and the class bodies it must keep whole
+    "class M{n}(Base,\n        metaclass=Meta):\n    '''doc\n    def not_method(self):\n'''\n    x = 1\n\n"
+    "    @property\n    def p(self):\n        return g(\n    1)\n\n    # c\n    def q(self, a=(\n1)):\n"
+    "        return a\n    y = 2\n",
+    "class One{n}: pass\n",
+    "class Tab{n}:\n\tdef m(self):\n\t\treturn 1\n",
+    "class Nest{n}:\n    class Inner:\n        def m(self):\n            return 1\n    def outer(self):\n        return 2\n",
+    "@dataclass\nclass D{n}:\n    a: int = 1\n    def m(self): return self.a\n",
+    "class Cont{n}:  # c\n    def m(self):\n        x = 1 + \\\n    2\n        return x\n  # odd\n    z = 3\n",
+    "class B{n}:\n    def broken_m{n}(self):\n        return (\n    def ok(self):\n        return 1\n",
+    'class S{n}:\n    def m(self):\n        return """\n    def not_method(self):\n"""\n',
 ]
 
 
@@ -206,5 +253,6 @@ def test_risky_texts_outline_to_their_parse_or_are_refused_alike(pieces, crlf, f
     except (SyntaxError, ValueError):
         return
     assert is_outlined(tree)
-    broken = [s for s in tree.body if isinstance(s, LazyFunctionDef) and s.name.startswith("broken")]
+    methods = [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body]
+    broken = [s for s in (*tree.body, *methods) if isinstance(s, LazyFunctionDef) and s.name.startswith("broken")]
     assert broken and all(ast.dump(s.body[0]) == "Expr(value=Constant(value=Ellipsis))" for s in broken)

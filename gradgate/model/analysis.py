@@ -64,9 +64,7 @@ class ModuleAnalysis:
         self._lines = lines = LineIndex(text, source_lines) if text is not None else None
         self.project = project if project is not None else Project(config)
         package = module_name(path)[1] if project is not None and not path.startswith("<") else None
-        self.index = ModuleIndex(
-            tree, config, (lambda w: lines.lines_with({w})) if lines is not None else None, package
-        )
+        self.index = ModuleIndex(tree, config, lines.lines_with if lines is not None else None, package)
         self.module = self.project.register(path, tree, self.index, source_lines)
         self.bdd = Manager()
         self.context = Context(self.index, self.bdd, self.project, self.module)

@@ -166,6 +166,10 @@ def own_calls_and_names(node: ast.AST) -> tuple[list[ast.Call], list[ast.Name | 
     return calls, names
 
 
+#: what a line that holds a nested ``def`` spells (``def`` and its whitespace: not ``default``)
+_DEF_WORDS = {"def ", "def\t"}
+#: what a line that holds an ``import`` statement spells
+_IMPORT_WORDS = {"import"}
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 #: nodes with no expression below them (not walked into: a tenth of the walk)
 _LEAVES = (ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
@@ -176,10 +180,10 @@ class ModuleIndex:
         self,
         tree: ast.Module,
         config: Config,
-        lines: Callable[[str], list[int]] | None = None,
+        lines: Callable[[set[str]], list[int]] | None = None,
         package: str | None = None,
     ) -> None:
-        """``lines(word)``, the lines where a word occurs, lets the index skip the
+        """``lines(words)``, the lines where one of the words occurs, lets the index skip the
         functions that cannot hold what a question looks for; without it, none is skipped.
         ``package``: the package holding the module, for its relative imports."""
         self.tree = tree
@@ -246,10 +250,15 @@ class ModuleIndex:
         """Could ``function`` hold a nested ``def``: does a line below its ``def`` line
         spell one? Most functions hold none, and looking for them walked every statement
         of every function of every module a run parses."""
+        return self._spells(function, _DEF_WORDS, below_header=True)
+
+    def _spells(self, function: FunctionNode, words: set[str], below_header: bool = False) -> bool:
+        """Does a line of ``function`` (below its ``def`` line) spell one of ``words``
+        (True where the index has no lines to search)?"""
         if self._lines is None:
             return True
-        lines = self._lines("def")
-        at = bisect.bisect_right(lines, function.lineno)
+        lines = self._lines(words)
+        at = (bisect.bisect_right if below_header else bisect.bisect_left)(lines, function.lineno)
         return at < len(lines) and lines[at] <= (function.end_lineno or function.lineno)
 
     def _collect_nested(self, body: list[ast.stmt], prefix: str, owner: str | None = None) -> None:
@@ -362,7 +371,7 @@ class ModuleIndex:
         every = ["", *self.functions]
         if self._lines is None:
             return every
-        lines = self._lines(word)
+        lines = self._lines({word})
         if not lines:
             return []
         out = [""]
@@ -467,9 +476,13 @@ class ModuleIndex:
         """The module's import aliases, with the function's own imports over them."""
         found = self._aliases.get(info.qualname)
         if found is None:
-            local = import_aliases(
-                (s for s in own_statements(info.node.body) if isinstance(s, (ast.Import, ast.ImportFrom))),
-                self.package,
+            local = (
+                import_aliases(
+                    (s for s in own_statements(info.node.body) if isinstance(s, (ast.Import, ast.ImportFrom))),
+                    self.package,
+                )
+                if self._spells(info.node, _IMPORT_WORDS)
+                else None
             )
             found = self._aliases[info.qualname] = {**self.aliases, **local} if local else self.aliases
         return found

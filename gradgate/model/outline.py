@@ -41,6 +41,7 @@ import ast
 import bisect
 import re
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 #: strings (any prefix is an identifier's letters to the scan) and comments, in the
@@ -58,6 +59,13 @@ _TOKEN = re.compile(
 #: a line that starts with something other than a space or a comment
 _STARTING = re.compile(r"^(?=[^\s#])", re.M)
 _FUNCTION = re.compile(r"(?:async[ \t]+)?def[ \t]+(\w+)")
+_CLASS = re.compile(r"class[ \t]+\w+")
+#: a ``def`` line, at the top level or indented (what :data:`MIN_FUNCTIONS` counts)
+_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]", re.M)
+#: the indentation of a line that holds code
+_INDENT = re.compile(r"^[ ]+(?=[^\s#])", re.M)
+#: a line indented with a tab (the scan matches indentations as they are spelled)
+_TAB_INDENT = re.compile(r"^[ ]*\t", re.M)
 #: lines that go on with the statement before them
 _GOES_ON = re.compile(r"(?:else|elif|except|finally)\b|[)\]}]")
 #: the scan follows the tokenizer of these Pythons (3.12's f-strings may nest quotes)
@@ -70,12 +78,12 @@ MIN_FUNCTIONS = 8
 
 
 def parse_outline(text: str) -> ast.Module:
-    """The tree ``ast.parse(text)`` gives (and raises what it raises), each top-level
-    function's body and end column parsed on first read (a text with fewer than
-    :data:`MIN_FUNCTIONS` top-level functions is parsed whole)."""
+    """The tree ``ast.parse(text)`` gives (and raises what it raises), the body and end
+    column of each top-level function and of each method of a top-level class parsed on
+    first read (a text with fewer than :data:`MIN_FUNCTIONS` of them is parsed whole)."""
     if (
         not SCANNED
-        or text.count("\ndef ") + text.count("\nasync def ") < MIN_FUNCTIONS
+        or len(_DEFINITION.findall(text)) < MIN_FUNCTIONS
         or "\0" in text
         or "\f" in text  # the tokenizer's column starts again after one: `\fdef g():` is top-level
         or text.count("\r") != text.count("\r\n")
@@ -90,23 +98,34 @@ def parse_outline(text: str) -> ast.Module:
     except (SyntaxError, ValueError):
         return ast.parse(text)  # the scan was wrong somewhere (or the text is)
     by_line = {f.header_line: f for f in functions}
-    body: list[ast.stmt] = []
-    for statement in tree.body:
-        if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
-            body.append(statement)
-            continue
-        found = by_line.pop(statement.lineno, None)
-        if found is None:
-            body.append(statement)
-        elif statement.name == found.name:
-            body.append(_lazy(statement, found, outline))
-        else:
-            return ast.parse(text)
-    if by_line:  # a function the scan found is not a top-level statement of the tree
+    tree.body = _with_lazy_bodies(tree.body, by_line, outline, in_class=False)
+    if tree.body is None or by_line:  # a function the scan found is not where the tree has it
         return ast.parse(text)
-    tree.body = body
     setattr(tree, _OUTLINED, True)
     return tree
+
+
+def _with_lazy_bodies(body: list[ast.stmt], by_line: dict[int, _Function], outline: _Outline, in_class: bool) -> Any:
+    """``body`` with the functions the scan found (``by_line``, popped) made lazy, the
+    methods of its classes too; None where a function found is not the tree's."""
+    out: list[ast.stmt] = []
+    for statement in body:
+        if isinstance(statement, ast.ClassDef) and not in_class:
+            methods = _with_lazy_bodies(statement.body, by_line, outline, in_class=True)
+            if methods is None:
+                return None
+            statement.body = methods
+            if isinstance(methods[-1], _LazyBody):  # the class ends where that method does
+                statement = _ending_with_its_body(statement)
+        found = by_line.get(statement.lineno)
+        if found is None or not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            out.append(statement)
+        elif statement.name == found.name and found.in_class == in_class:
+            del by_line[statement.lineno]
+            out.append(_lazy(statement, found, outline))
+        else:
+            return None
+    return out
 
 
 _OUTLINED = "_gradgate_outlined"
@@ -117,19 +136,34 @@ def is_outlined(tree: ast.Module) -> bool:
     return getattr(tree, _OUTLINED, False)
 
 
+_STARTINGS: dict[str, re.Pattern[str]] = {"": _STARTING}
+
+
+def _starting(indent: str) -> re.Pattern[str]:
+    """Lines that start with ``indent`` and then something other than a space or a comment."""
+    found = _STARTINGS.get(indent)
+    if found is None:
+        found = _STARTINGS[indent] = re.compile(f"^{indent}(?=[^\\s#])", re.M)
+    return found
+
+
 class _Function:
-    """One top-level function of the text: its first line (decorators included), the
-    line of its ``def``, its last line of code, and the offset just past its header."""
+    """One function the outline leaves the body of (a top-level function or a method of
+    a top-level class): its first line (decorators included), the line of its ``def``,
+    its last line of code, and the offset just past its header."""
 
-    __slots__ = ("end_line", "header_end", "header_line", "name", "start", "stop")
+    __slots__ = ("end_line", "header_end", "header_line", "in_class", "name", "start", "stop")
 
-    def __init__(self, name: str, start: int, header_line: int, header_end: int, end_line: int, stop: int):
+    def __init__(
+        self, name: str, start: int, header_line: int, header_end: int, end_line: int, stop: int, in_class: bool
+    ):
         self.name = name
         self.start = start  # offset of its first line
         self.header_line = header_line
         self.header_end = header_end  # offset just past the `:` of the header
         self.end_line = end_line
         self.stop = stop  # offset of the line after its last
+        self.in_class = in_class  # a method: its lines are a class body's
 
 
 class _Outline:
@@ -168,17 +202,18 @@ class _Outline:
         line_start = self._line_starts[self.line_of(before) - 1]
         return not (at >= 0 and self._comments[at] >= line_start)
 
-    def starts(self) -> list[int]:
-        """Offsets of the lines that start a top-level statement (a decorator's line
-        for a decorated definition)."""
+    def starts(self, indent: str = "", begin: int = 0, end: int | None = None) -> list[int]:
+        """Offsets of the lines from ``begin`` to ``end`` that start a statement at
+        ``indent`` (a decorator's line for a decorated definition): the top-level
+        statements, by default."""
         found: list[int] = []
         text = self.text
         decorated = False
-        for match in _STARTING.finditer(text):
-            at = match.start()
-            if self.in_string(at) or self._continued(at) or _GOES_ON.match(text, at):
+        for match in _starting(indent).finditer(text, begin, len(text) if end is None else end):
+            at, code = match.start(), match.end()
+            if self.in_string(code) or self._continued(at) or _GOES_ON.match(text, code):
                 continue
-            if text.startswith("@", at):
+            if text.startswith("@", code):
                 if not decorated:
                     found.append(at)
                 decorated = True
@@ -189,34 +224,75 @@ class _Outline:
         return found
 
     def functions(self) -> list[_Function]:
+        """The top-level functions, and the methods of the top-level classes."""
         starts = self.starts()
         functions = []
         for k, start in enumerate(starts):
             stop = starts[k + 1] if k + 1 < len(starts) else len(self.text)
-            header = self._header(start, stop)
-            if header is None:
-                continue
-            name, header_line, header_end = header
-            end_line = self._last_code_line(header_end, stop)
-            if end_line is None:
-                continue
-            functions.append(_Function(name, start, header_line, header_end, end_line, stop))
+            found = self._function(start, stop, "")
+            if found is not None:
+                functions.append(found)
+            else:
+                functions.extend(self._methods(start, stop))
         return functions
 
-    def _header(self, start: int, stop: int) -> tuple[str, int, int] | None:
-        """The name, ``def`` line and end of the header of the function whose lines run
-        from ``start`` to ``stop``, or None where they are not a function's."""
+    def _function(self, start: int, stop: int, indent: str) -> _Function | None:
+        """The function whose lines (at ``indent``) run from ``start`` to ``stop``, or None."""
+        header = self._header(start, stop, indent)
+        if header is None:
+            return None
+        name, header_line, header_end = header
+        end_line = self._last_code_line(header_end, stop)
+        if end_line is None:
+            return None
+        return _Function(name, start, header_line, header_end, end_line, stop, bool(indent))
+
+    def _methods(self, start: int, stop: int) -> list[_Function]:
+        """The methods of the class whose lines run from ``start`` to ``stop`` (none
+        where they are not a class's, its body is on its header's line, or a line of it
+        is indented with a tab)."""
         text = self.text
-        at = start
-        while text.startswith("@", at):  # the decorators: to the first line at column 0 that is not one
-            following = [
-                s for s in (m.start() for m in _STARTING.finditer(text, at + 1, stop)) if not self.in_string(s)
-            ]
-            following = [s for s in following if not self._continued(s) and not _GOES_ON.match(text, s)]
+        at = self._past_decorators(start, stop, "")
+        if at is None or _CLASS.match(text, at) is None:
+            return []
+        colon = self._header_colon(at, stop)
+        if colon is None:
+            return []
+        first = text.find("\n", colon)
+        if first < 0 or first >= stop or text[colon + 1 : first].split("#")[0].strip():
+            return []  # `class A: pass`, or a header line a backslash continues
+        indent = _INDENT.search(text, first + 1, stop)
+        if indent is None or self.in_string(indent.start()) or _TAB_INDENT.search(text, first + 1, stop):
+            return []
+        spaces = indent.group()
+        starts = self.starts(spaces, indent.start(), stop)
+        methods = []
+        for k, method_start in enumerate(starts):
+            method_stop = starts[k + 1] if k + 1 < len(starts) else stop
+            found = self._function(method_start, method_stop, spaces)
+            if found is not None:
+                methods.append(found)
+        return methods
+
+    def _past_decorators(self, start: int, stop: int, indent: str) -> int | None:
+        """The offset of the first line from ``start`` on that is not a decorator's."""
+        text = self.text
+        at = start + len(indent)
+        while text.startswith("@", at):  # the decorators: to the first line at the indent that is not one
+            following = [m for m in _starting(indent).finditer(text, at + 1, stop) if not self.in_string(m.end())]
+            following = [m for m in following if not self._continued(m.start()) and not _GOES_ON.match(text, m.end())]
             if not following:
                 return None
-            at = following[0]
-        found = _FUNCTION.match(text, at)
+            at = following[0].end()
+        return at
+
+    def _header(self, start: int, stop: int, indent: str) -> tuple[str, int, int] | None:
+        """The name, ``def`` line and end of the header of the function whose lines run
+        from ``start`` to ``stop``, or None where they are not a function's."""
+        at = self._past_decorators(start, stop, indent)
+        if at is None:
+            return None
+        found = _FUNCTION.match(self.text, at)
         if found is None:
             return None
         colon = self._header_colon(found.end(), stop)
@@ -294,6 +370,15 @@ def _lazy(node: ast.FunctionDef | ast.AsyncFunctionDef, function: _Function, out
     return lazy
 
 
+def _definitions(body: list[ast.stmt], in_class: bool) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions of a module's top level (``in_class``: of its top-level classes)."""
+    for statement in body:
+        if in_class and isinstance(statement, ast.ClassDef):
+            yield from _definitions(statement.body, False)
+        elif not in_class and isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield statement
+
+
 class _LazyBody:
     """The ``body`` and ``end_col_offset`` of a top-level function, parsed on first read
     from its own lines (preceded by as many blank lines as come before them, so that the
@@ -306,10 +391,14 @@ class _LazyBody:
         outline: _Outline = state.pop("_outline")
         function: _Function = state.pop("_function")
         skeleton: list[ast.stmt] = state.pop("_skeleton")
-        source = "\n" * (outline.line_of(function.start) - 1) + outline.text[function.start : function.stop]
+        line = outline.line_of(function.start)
+        # a method's lines are parsed as the body of a class on the line before them
+        header = "\n" * (line - 2) + "class _:\n" if function.in_class else "\n" * (line - 1)
         real = None
         try:
-            parsed = ast.parse(source).body
+            parsed = ast.parse(header + outline.text[function.start : function.stop]).body
+            if function.in_class and len(parsed) == 1 and isinstance(parsed[0], ast.ClassDef):
+                parsed = parsed[0].body
             if len(parsed) == 1 and type(parsed[0]).__name__ in (type(self).__name__[4:], type(self).__name__):
                 real = parsed[0]
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -322,11 +411,7 @@ class _LazyBody:
                 # the text does not parse (this body, most likely): the outline's `...`
                 state["_body"], state["_end_col_offset"] = skeleton, state.get("_header_end_col")
                 return
-            real = next(
-                s
-                for s in whole.body
-                if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.lineno == state.get("lineno")
-            )
+            real = next(s for s in _definitions(whole.body, function.in_class) if s.lineno == state.get("lineno"))
             state["end_lineno"] = real.end_lineno
         assert isinstance(real, ast.FunctionDef | ast.AsyncFunctionDef)
         state["_body"], state["_end_col_offset"] = real.body, real.end_col_offset
@@ -354,6 +439,36 @@ class _LazyBody:
         if "_body" not in self.__dict__:
             self._materialise()
         self.__dict__["_end_col_offset"] = value
+
+
+class LazyClassDef(ast.ClassDef):
+    """A top-level class whose last statement is a method the outline left the body of:
+    it ends where that method does (read from the method when asked)."""
+
+    __dict__: dict[str, Any]
+
+    @property
+    def end_lineno(self) -> int | None:
+        return self.__dict__.get("_end_lineno", self.body[-1].end_lineno)
+
+    @end_lineno.setter
+    def end_lineno(self, value: int | None) -> None:
+        self.__dict__["_end_lineno"] = value
+
+    @property
+    def end_col_offset(self) -> int | None:
+        return self.__dict__.get("_end_col_offset", self.body[-1].end_col_offset)
+
+    @end_col_offset.setter
+    def end_col_offset(self, value: int | None) -> None:
+        self.__dict__["_end_col_offset"] = value
+
+
+def _ending_with_its_body(node: ast.ClassDef) -> LazyClassDef:
+    lazy = LazyClassDef()  # type: ignore[call-arg]  # (its fields are set below, as ast allows)
+    for name in (*node._fields, "lineno", "col_offset"):
+        setattr(lazy, name, getattr(node, name))
+    return lazy
 
 
 class LazyFunctionDef(_LazyBody, ast.FunctionDef):

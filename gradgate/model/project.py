@@ -131,6 +131,9 @@ class Project:
         self._kept_bytes = 0
         #: the module analysed last (registered): never dropped to make room
         self._current: str | None = None
+        #: files the run analyses (absolute paths): parsed whole when consulted, so
+        #: that their own analysis takes the tree (:meth:`tree_of`)
+        self._analysed: frozenset[str] = frozenset()
 
     # -- where modules are ------------------------------------------------------------
     def add_root(self, path: str) -> None:
@@ -216,6 +219,10 @@ class Project:
         if path in self._kept:
             self._kept.move_to_end(path)
 
+    def expect(self, paths: frozenset[str]) -> None:
+        """The files (absolute paths) that the run analyses, this process or another."""
+        self._analysed = paths
+
     def tree_of(self, path: str, text: str) -> ast.Module | None:
         """The tree of ``path`` if the project parsed it already from this very text, and
         whole (an outline, :func:`~gradgate.model.outline.parse_outline`, may hide a
@@ -254,14 +261,15 @@ class Project:
                 return None
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
             text = data.decode(encoding)
-            tree = parse_outline(text)  # a module consulted: a function's body when read
+            # a module only consulted: a function's body when read
+            tree = ast.parse(text) if os.path.abspath(path) in self._analysed else parse_outline(text)
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
             return None
         self.parsed.append(path)
         package = name if os.path.basename(path) == "__init__.py" else name.rpartition(".")[0]
         lines = split_lines(text)
         words = LineIndex(text, lines)
-        index = ModuleIndex(tree, self.config, lambda word: words.lines_with({word}), package)
+        index = ModuleIndex(tree, self.config, words.lines_with, package)
         module = ModuleFile(name, path, index, TypeHints(index, name), PlaceMaker(_shown(path), lines))
         self._by_path[os.path.abspath(path)] = module
         self._keep(os.path.abspath(path), len(text))
