@@ -424,7 +424,7 @@ def _shared(parser: _Parser) -> None:
         metavar="DIR",
         help="Cache folder (default: $GRADGATE_CACHE_DIR, else the user's cache directory, ~/.cache/gradgate).",
     )
-    add("--jobs", "-j", type=_positive, metavar="N", help="Worker processes (default: CPUs).")
+    add("--jobs", "-j", type=_positive, metavar="N", help="Processes that analyse files (default: CPUs).")
     # analyse every file fully, past the pre-filter (slow; for verification)
     add("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
     add(

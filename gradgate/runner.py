@@ -17,7 +17,7 @@ import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .config import Config
 from .discovery import Discovered, discover
@@ -28,8 +28,6 @@ from .source import SourceError, SourceFile, read_source
 from .suppression import file_ignored_bytes
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
-
     from .cache import ResultCache
     from .model.project import Project
 
@@ -204,8 +202,8 @@ def _analyse(job: Job) -> FileResult:
     return _lean(result)
 
 
-#: what one more worker costs: its fork and pool, and the modules its files call that
-#: another worker parses too (TransformerEngine's 18 files in two shares: 0.02 s more
+#: what one more process costs: its fork, and the modules its files call that another
+#: process parses too (TransformerEngine's 18 files in two shares: 0.02 s more
 #: CPU than in one process)
 WORKER_START_S = 0.05
 #: and where it makes fixes or their edits: LibCST imported again in it
@@ -276,13 +274,23 @@ def _discovered(paths: Sequence[str], config: Config, skipped: Callable[[str, st
     return found
 
 
-def _analysed(jobs: list[tuple], options: RunOptions) -> tuple[Iterator[FileResult], ProcessPoolExecutor | None]:
-    """The results of ``jobs``, in their order: analysed in this process, or by a pool of
-    workers that die with this process (the pool is returned to be shut down)."""
+def _analysed(jobs: list[tuple], options: RunOptions) -> tuple[Iterator[FileResult], _Workers | None]:
+    """The results of ``jobs``, in their order: analysed in this process, or in shares
+    by this process and forked children (:mod:`gradgate.forked`), or, where this process
+    cannot fork safely, by a pool of workers; the children or pool die with this process
+    (what is returned with the results is to be shut down)."""
     costs = [analysis_seconds(job[1], job[2]) for job in jobs]
     workers = _workers(options, costs)
     if workers == 1:
         return map(_analyse, jobs), None
+    shares = [jobs[r.start : r.stop] for r in _shares(costs, workers)]
+    from .forked import ForkedShares, can_fork
+
+    if can_fork():
+        from . import engine  # noqa: F401  # imported once, before the fork: the children have it
+
+        forked = ForkedShares(_analyse_share, shares)
+        return forked.results(), forked
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -295,8 +303,12 @@ def _analysed(jobs: list[tuple], options: RunOptions) -> tuple[Iterator[FileResu
         initializer=die_with_parent,
         initargs=(os.getpid(),),
     )
-    shares = [pool.submit(_analyse_share, jobs[r.start : r.stop]) for r in _shares(costs, workers)]
-    return (result for share in shares for result in share.result()), pool
+    submitted = [pool.submit(_analyse_share, share) for share in shares]
+    return (result for share in submitted for result in share.result()), pool
+
+
+class _Workers(Protocol):
+    def shutdown(self, *, cancel_futures: bool = ...) -> None: ...
 
 
 def _ignoring_itself(path: str, source: SourceFile, cache: ResultCache | None, now_ns: int) -> FileResult | None:

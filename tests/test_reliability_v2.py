@@ -678,7 +678,7 @@ PARENT = textwrap.dedent("""
         open(os.path.join(pids, str(os.getpid())), "w").close()
         time.sleep(120)
 
-    runner._analyse = slow                      # inherited by the forked workers
+    runner._analyse = slow                      # inherited by the forked children
     runner._workers = lambda options, sizes: 2
     for result in runner.run([sys.argv[1]], Config(), runner.RunOptions(jobs=2)):
         pass
@@ -687,7 +687,9 @@ PARENT = textwrap.dedent("""
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_pool_workers_die_with_their_parent(tmp_path, sig):
+def test_workers_die_with_their_parent(tmp_path, sig):
+    """The processes that analyse a share (forked children; a pool where the run cannot
+    fork) end when the run that started them is killed."""
     tree = tmp_path / "tree"
     tree.mkdir()
     for i in range(10):
