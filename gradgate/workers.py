@@ -24,13 +24,19 @@ def _kernel_kills_orphans() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     import ctypes
-    import ctypes.util
 
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        # the process's own symbols hold libc's: `ctypes.util.find_library("c")` ran
+        # `ldconfig -p` in a subprocess, in every worker, before it could start
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        return False
+        try:
+            import ctypes.util
+
+            prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+        except (OSError, AttributeError):
+            return False
+    return prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
 
 
 def _watch(parent: int) -> None:
