@@ -1,22 +1,24 @@
-"""Shares of a run's work done by forked children, the first by this process itself.
+"""A run's files analysed by this process and children forked from it.
 
 A run that analyses enough files to pay for more processes (:func:`gradgate.runner._workers`)
-splits them into shares of consecutive files. Where the process can fork safely (Linux,
-one thread), :class:`ForkedShares` forks one child per share after the first and
-analyses the first share itself while they work; each child writes its share's results,
-pickled, to a pipe and ends. A child starts with what this process has loaded (the
-engine's modules, imported before the fork, and the files' bytes): no module is imported
-twice and nothing is sent to it. A process pool (``concurrent.futures``) did the same
-with every share sent to a worker, each worker importing the engine again and the parent
-idle meanwhile: 30-45 ms between the end of the pre-filter and the first file analysed
-on TransformerEngine.
+splits them into shares of consecutive files, one a process. Where the process can fork
+safely (Linux, one thread), :class:`ForkedShares` forks one child a share after the
+first and works on the first itself. Each process takes its next file from the front of
+its own share or, its share done, from the end of the share with most left; a child
+writes its results, pickled, to a pipe and ends. A child starts with what this process
+has loaded (the engine's modules, imported before the fork, and the files' bytes): no
+module is imported twice and nothing is sent to it. A process pool
+(``concurrent.futures``) sent every share to a worker, each worker imported the engine
+again and the parent idled meanwhile: 30-45 ms between the end of the pre-filter and the
+first file analysed on TransformerEngine.
 
 A child dies with this process (:func:`~gradgate.workers.die_with_parent`); an exception
-in a child is raised here, after the results before it.
+in a child is raised here, and no result is given.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import pickle
 import signal
@@ -43,38 +45,78 @@ class ChildFailed(RuntimeError):
 
 
 class ForkedShares(Generic[Job, Result]):
-    """``work`` applied to each share, the first share in this process and each other in
-    a forked child; :meth:`results` gives the results in share order."""
+    """``work`` applied to every job, by this process and one forked child a share after
+    the first; :meth:`results` gives the results in job order.
 
-    def __init__(self, work: Callable[[list[Job]], list[Result]], shares: Sequence[list[Job]]) -> None:
+    Each process starts on its own share (a run of consecutive jobs, as
+    :func:`gradgate.runner._shares` cuts them by expected cost) and takes its next job
+    from the front of it; one whose share is done takes the last job of the share with
+    most left. The expected costs are a guess (TransformerEngine's two shares took 0.32 s
+    and 0.42-0.45 s): the processes end together, within one job, and each still works
+    on runs of consecutive files, mostly its own package's."""
+
+    def __init__(self, work: Callable[[Job], Result], jobs: Sequence[Job], shares: Sequence[range]) -> None:
         self._work = work
-        self._first = list(shares[0]) if shares else []
-        #: each child's pid and the read end of its pipe, in share order
+        self._jobs = jobs
+        self._shares = len(shares)
+        # each share's next and stop, shared with the children (an anonymous map is
+        # shared across a fork), changed only under the lock: a pipe holding one byte
+        self._map = mmap.mmap(-1, 16 * max(1, len(shares)))
+        self._bounds = memoryview(self._map).cast("q")
+        for k, share in enumerate(shares):
+            self._bounds[2 * k], self._bounds[2 * k + 1] = share.start, share.stop
+        self._lock = os.pipe()
+        os.write(self._lock[1], b"\0")
+        #: each child's pid and the read end of its pipe
         self._children: list[tuple[int, int]] = []
         parent = os.getpid()
         try:
-            for share in shares[1:]:
-                self._children.append(self._fork(share, parent))
+            for k in range(1, len(shares)):
+                self._children.append(self._fork(k, parent))
         except BaseException:
             self.close()
             raise
 
-    def _fork(self, share: list[Job], parent: int) -> tuple[int, int]:
+    def _claim(self, own: int) -> int | None:
+        """The index of the next job for the process of share ``own``, or None: no job left."""
+        bounds = self._bounds
+        os.read(self._lock[0], 1)
+        try:
+            at, stop = bounds[2 * own], bounds[2 * own + 1]
+            if at < stop:
+                bounds[2 * own] = at + 1
+                return at
+            left = [bounds[2 * k + 1] - bounds[2 * k] for k in range(self._shares)]
+            most = max(range(self._shares), key=left.__getitem__)
+            if left[most] <= 0:
+                return None
+            bounds[2 * most + 1] -= 1
+            return bounds[2 * most + 1]
+        finally:
+            os.write(self._lock[1], b"\0")
+
+    def _drain(self, own: int) -> list[tuple[int, Result]]:
+        done = []
+        while (index := self._claim(own)) is not None:
+            done.append((index, self._work(self._jobs[index])))
+        return done
+
+    def _fork(self, own: int, parent: int) -> tuple[int, int]:
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(read_end)
-            self._child(share, write_end, parent)
+            self._child(own, write_end, parent)
         os.close(write_end)
         return pid, read_end
 
-    def _child(self, share: list[Job], write_end: int, parent: int) -> None:
+    def _child(self, own: int, write_end: int, parent: int) -> None:
         status = 1
         try:
             signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it; the parent reports
             die_with_parent(parent)
             try:
-                payload = pickle.dumps((True, self._work(share)), pickle.HIGHEST_PROTOCOL)
+                payload = pickle.dumps((True, self._drain(own)), pickle.HIGHEST_PROTOCOL)
             except Exception as exc:  # noqa: BLE001  # whatever it is, the parent raises it
                 payload = _pickled_failure(exc)
             with os.fdopen(write_end, "wb") as out:
@@ -84,7 +126,7 @@ class ForkedShares(Generic[Job, Result]):
             os._exit(status)  # no clean-up of the parent's state: its buffers, its atexit
 
     def results(self) -> Iterator[Result]:
-        yield from self._work(self._first)
+        found: dict[int, Result] = dict(self._drain(0))
         while self._children:
             pid, read_end = self._children[0]
             with os.fdopen(read_end, "rb") as handle:
@@ -96,7 +138,10 @@ class ForkedShares(Generic[Job, Result]):
             ok, value = pickle.loads(payload)
             if not ok:
                 raise value
-            yield from value
+            found.update(value)
+        self._release()
+        for index in range(len(self._jobs)):
+            yield found.pop(index)
 
     def close(self) -> None:
         """End the children still working (a run cut short)."""
@@ -111,6 +156,14 @@ class ForkedShares(Generic[Job, Result]):
             except ChildProcessError:
                 pass
         self._children = []
+        self._release()
+
+    def _release(self) -> None:
+        if not self._map.closed:
+            self._bounds.release()
+            self._map.close()
+            for end in self._lock:
+                os.close(end)
 
     # the interface of concurrent.futures' executors that the runner uses
     def shutdown(self, *, cancel_futures: bool = False) -> None:

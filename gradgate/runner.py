@@ -283,13 +283,13 @@ def _analysed(jobs: list[tuple], options: RunOptions) -> tuple[Iterator[FileResu
     workers = _workers(options, costs)
     if workers == 1:
         return map(_analyse, jobs), None
-    shares = [jobs[r.start : r.stop] for r in _shares(costs, workers)]
+    shares = _shares(costs, workers)
     from .forked import ForkedShares, can_fork
 
     if can_fork():
         from . import engine  # noqa: F401  # imported once, before the fork: the children have it
 
-        forked = ForkedShares(_analyse_share, shares)
+        forked = ForkedShares(_analyse, jobs, shares)
         return forked.results(), forked
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -303,7 +303,7 @@ def _analysed(jobs: list[tuple], options: RunOptions) -> tuple[Iterator[FileResu
         initializer=die_with_parent,
         initargs=(os.getpid(),),
     )
-    submitted = [pool.submit(_analyse_share, share) for share in shares]
+    submitted = [pool.submit(_analyse_share, jobs[r.start : r.stop]) for r in shares]
     return (result for share in submitted for result in share.result()), pool
 
 

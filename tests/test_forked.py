@@ -1,4 +1,4 @@
-"""gradgate.forked: shares of work done by forked children, the first in this process."""
+"""gradgate.forked: a run's jobs done by this process and children forked from it."""
 
 from __future__ import annotations
 
@@ -15,31 +15,44 @@ from gradgate.forked import ChildFailed, ForkedShares, can_fork
 pytestmark = pytest.mark.skipif(not can_fork(), reason="forks only on Linux, from a process of one thread")
 
 
-def _squares_with_pids(share: list[int]) -> list[tuple[int, int]]:
-    return [(n * n, os.getpid()) for n in share]
+def _square_and_pid(n: int) -> tuple[int, int]:
+    return n * n, os.getpid()
 
 
-def test_results_come_in_share_order_from_this_process_and_one_child_a_share():
-    shares = [[1, 2], [3], [4, 5, 6]]
-    results = list(ForkedShares(_squares_with_pids, shares).results())
-    assert [value for value, _ in results] == [1, 4, 9, 16, 25, 36]
+def test_results_come_in_job_order_from_this_process_and_a_child_a_share():
+    jobs = list(range(7))
+    results = list(ForkedShares(_square_and_pid, jobs, [range(0, 2), range(2, 3), range(3, 7)]).results())
+    assert [value for value, _ in results] == [n * n for n in jobs]
+    assert os.getpid() in {pid for _, pid in results}
+    assert len({pid for _, pid in results}) <= 3
+
+
+def _slow_on_the_first(n: int) -> tuple[int, int]:
+    if n == 0:
+        time.sleep(1.0)
+    return n, os.getpid()
+
+
+def test_a_process_whose_share_is_done_takes_the_last_jobs_of_the_share_with_most_left():
+    """This process's share holds a slow job and three quick ones; the child's share is
+    one quick job: the child, done, takes this share's last jobs, from the end."""
+    results = list(ForkedShares(_slow_on_the_first, list(range(5)), [range(0, 4), range(4, 5)]).results())
+    assert [n for n, _ in results] == [0, 1, 2, 3, 4]
     pids = [pid for _, pid in results]
-    assert pids[0] == pids[1] == os.getpid()  # the first share: here
-    assert len({pids[2], pids[3]}) == 2 and os.getpid() not in pids[2:]  # the others: a child each
-    assert pids[3] == pids[4] == pids[5]
+    assert pids[0] == os.getpid()
+    child = pids[4]
+    assert child != os.getpid() and pids[1:4] == [child, child, child]
 
 
-def _fails_on_three(share: list[int]) -> list[int]:
-    if 3 in share:
+def _fails_on_three(n: int) -> int:
+    if n == 3:
         raise ValueError("three is not allowed")
-    return share
+    return n
 
 
-def test_an_exception_in_a_child_is_raised_here_after_the_results_before_it():
-    results = ForkedShares(_fails_on_three, [[1], [2], [3]]).results()
-    assert next(results) == 1 and next(results) == 2
+def test_an_exception_in_a_child_is_raised_here():
     with pytest.raises(ValueError, match="three is not allowed"):
-        next(results)
+        list(ForkedShares(_fails_on_three, [1, 2, 3], [range(0, 2), range(2, 3)]).results())
 
 
 class _Unpicklable(Exception):
@@ -47,36 +60,42 @@ class _Unpicklable(Exception):
         raise TypeError("not picklable")
 
 
-def _raises_unpicklable(share: list[int]) -> list[int]:
-    if share:
+def _raises_unpicklable_in_a_child(n: int) -> int:
+    if os.getpid() != PARENT_PID:
         raise _Unpicklable("odd")
-    return share
+    time.sleep(0.5)  # the child claims its job meanwhile
+    return n
+
+
+PARENT_PID = os.getpid()
 
 
 def test_an_exception_that_does_not_pickle_comes_as_its_traceback():
     with pytest.raises(ChildFailed, match=r"(?s)a worker process failed:.*_Unpicklable: odd"):
-        list(ForkedShares(_raises_unpicklable, [[], [1]]).results())
+        list(ForkedShares(_raises_unpicklable_in_a_child, [0, 1], [range(0, 1), range(1, 2)]).results())
 
 
-def _kills_itself(share: list[int]) -> list[int]:
-    if share:
+def _killed_in_a_child(n: int) -> int:
+    if os.getpid() != PARENT_PID:
         os.kill(os.getpid(), signal.SIGKILL)
-    return share
+    time.sleep(0.5)
+    return n
 
 
 def test_a_child_killed_before_it_answers_is_a_failure_that_says_so():
     with pytest.raises(ChildFailed, match=r"ended without its results \(signal 9\)"):
-        list(ForkedShares(_kills_itself, [[], [1]]).results())
+        list(ForkedShares(_killed_in_a_child, [0, 1], [range(0, 1), range(1, 2)]).results())
 
 
-def _sleeps(share: list[int]) -> list[int]:
+def _sleeps(n: int) -> int:
     time.sleep(60)
-    return share
+    return n
 
 
 def test_close_ends_the_children_still_working():
-    shares = ForkedShares(_sleeps, [[], [1], [2]])
+    shares = ForkedShares(_sleeps, [0, 1, 2], [range(0, 1), range(1, 2), range(2, 3)])
     pids = [pid for pid, _ in shares._children]
+    assert len(pids) == 2
     started = time.monotonic()
     shares.shutdown(cancel_futures=True)
     assert time.monotonic() - started < 10
