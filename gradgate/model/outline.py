@@ -445,27 +445,30 @@ class _LazyBody:
         self.__dict__["_end_col_offset"] = value
 
 
+class _FromLastStatement:
+    """A position attribute (``end_lineno``, ``end_col_offset``) of a class that is its
+    last statement's until it is set: asked, that method's body is parsed only for
+    ``end_col_offset``."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.key = name, f"_{name}"
+
+    def __get__(self, node: Any, owner: type | None = None) -> Any:
+        if node is None:
+            return self
+        state = node.__dict__
+        return state[self.key] if self.key in state else getattr(node.body[-1], self.name)
+
+    def __set__(self, node: Any, value: int | None) -> None:
+        node.__dict__[self.key] = value
+
+
 class LazyClassDef(ast.ClassDef):
     """A top-level class whose last statement is a method the outline left the body of:
     it ends where that method does (read from the method when asked)."""
 
-    __dict__: dict[str, Any]
-
-    @property
-    def end_lineno(self) -> int | None:
-        return self.__dict__.get("_end_lineno", self.body[-1].end_lineno)
-
-    @end_lineno.setter
-    def end_lineno(self, value: int | None) -> None:
-        self.__dict__["_end_lineno"] = value
-
-    @property
-    def end_col_offset(self) -> int | None:
-        return self.__dict__.get("_end_col_offset", self.body[-1].end_col_offset)
-
-    @end_col_offset.setter
-    def end_col_offset(self, value: int | None) -> None:
-        self.__dict__["_end_col_offset"] = value
+    end_lineno = _FromLastStatement()
+    end_col_offset = _FromLastStatement()
 
 
 def _ending_with_its_body(node: ast.ClassDef) -> LazyClassDef:
