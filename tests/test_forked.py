@@ -19,11 +19,12 @@ def _square_and_pid(n: int) -> tuple[int, int]:
     return n * n, os.getpid()
 
 
-def test_results_come_in_job_order_from_this_process_and_a_child_a_share():
+def test_results_come_in_job_order_whoever_did_each_job():
     jobs = list(range(7))
     results = list(ForkedShares(_square_and_pid, jobs, [range(0, 2), range(2, 3), range(3, 7)]).results())
     assert [value for value, _ in results] == [n * n for n in jobs]
-    assert os.getpid() in {pid for _, pid in results}
+    # which process did which job is a race (the children may take all before this one
+    # starts on its own); the processes are this one and the two children
     assert len({pid for _, pid in results}) <= 3
 
 
@@ -35,11 +36,11 @@ def _slow_on_the_first(n: int) -> tuple[int, int]:
 
 def test_a_process_whose_share_is_done_takes_the_last_jobs_of_the_share_with_most_left():
     """This process's share holds a slow job and three quick ones; the child's share is
-    one quick job: the child, done, takes this share's last jobs, from the end."""
+    one quick job: while job 0 is done (by this process, or by the child where it took
+    them all first), the child, its share done, takes this share's last jobs."""
     results = list(ForkedShares(_slow_on_the_first, list(range(5)), [range(0, 4), range(4, 5)]).results())
     assert [n for n, _ in results] == [0, 1, 2, 3, 4]
     pids = [pid for _, pid in results]
-    assert pids[0] == os.getpid()
     child = pids[4]
     assert child != os.getpid() and pids[1:4] == [child, child, child]
 
