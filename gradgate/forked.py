@@ -18,15 +18,17 @@ in a child is raised here, and no result is given.
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
 import pickle
 import signal
 import sys
+import tempfile
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .workers import die_with_parent
 
@@ -60,13 +62,14 @@ class ForkedShares(Generic[Job, Result]):
         self._jobs = jobs
         self._shares = len(shares)
         # each share's next and stop, shared with the children (an anonymous map is
-        # shared across a fork), changed only under the lock: a pipe holding one byte
+        # shared across a fork), changed only under the lock: a POSIX record lock on
+        # an unnamed file, which the kernel lets go of when its holder dies
         self._map = mmap.mmap(-1, 16 * max(1, len(shares)))
         self._bounds = memoryview(self._map).cast("q")
         for k, share in enumerate(shares):
             self._bounds[2 * k], self._bounds[2 * k + 1] = share.start, share.stop
-        self._lock = os.pipe()
-        os.write(self._lock[1], b"\0")
+        self._lock = tempfile.TemporaryFile()  # noqa: SIM115  # held until close()
+        self._spent = False
         #: each child's pid and the read end of its pipe
         self._children: list[tuple[int, int]] = []
         parent = os.getpid()
@@ -80,20 +83,20 @@ class ForkedShares(Generic[Job, Result]):
     def _claim(self, own: int) -> int | None:
         """The index of the next job for the process of share ``own``, or None: no job left."""
         bounds = self._bounds
-        os.read(self._lock[0], 1)
+        fcntl.lockf(self._lock, fcntl.LOCK_EX)
         try:
             at, stop = bounds[2 * own], bounds[2 * own + 1]
             if at < stop:
                 bounds[2 * own] = at + 1
                 return at
             left = [bounds[2 * k + 1] - bounds[2 * k] for k in range(self._shares)]
-            most = max(range(self._shares), key=left.__getitem__)
-            if left[most] <= 0:
+            most = max(range(self._shares), key=left.__getitem__, default=None)
+            if most is None or left[most] <= 0:
                 return None
             bounds[2 * most + 1] -= 1
             return bounds[2 * most + 1]
         finally:
-            os.write(self._lock[1], b"\0")
+            fcntl.lockf(self._lock, fcntl.LOCK_UN)
 
     def _drain(self, own: int) -> list[tuple[int, Result]]:
         done = []
@@ -126,48 +129,62 @@ class ForkedShares(Generic[Job, Result]):
             os._exit(status)  # no clean-up of the parent's state: its buffers, its atexit
 
     def results(self) -> Iterator[Result]:
-        found: dict[int, Result] = dict(self._drain(0))
-        while self._children:
-            pid, read_end = self._children[0]
-            with os.fdopen(read_end, "rb") as handle:
-                payload = handle.read()
-            self._children.pop(0)
-            _, status = os.waitpid(pid, 0)
-            if not payload:
-                raise ChildFailed(f"a worker process ended without its results ({_ended(status)})")
-            ok, value = pickle.loads(payload)
-            if not ok:
-                raise value
-            found.update(value)
-        self._release()
+        """The results, in job order (once: the children are gone after it)."""
+        if self._spent:
+            raise RuntimeError("the results of these shares were taken already")
+        self._spent = True
+        try:
+            found: dict[int, Result] = dict(self._drain(0))
+            while self._children:
+                pid, read_end = self._children[0]
+                with os.fdopen(read_end, "rb", closefd=False) as handle:
+                    payload = handle.read()  # to its end: the child has written all and is ending
+                self._children.pop(0)  # interrupted before this, close() ends it and its pipe
+                os.close(read_end)
+                _, status = os.waitpid(pid, 0)
+                found.update(_answer(payload, status))
+        finally:
+            self.close()
         for index in range(len(self._jobs)):
             yield found.pop(index)
 
     def close(self) -> None:
-        """End the children still working (a run cut short)."""
-        for pid, read_end in self._children:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.close(read_end)
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-        self._children = []
-        self._release()
-
-    def _release(self) -> None:
-        if not self._map.closed:
-            self._bounds.release()
-            self._map.close()
-            for end in self._lock:
-                os.close(end)
+        """End the children still working (a run cut short), and let go of what is shared."""
+        try:
+            while self._children:
+                pid, read_end = self._children.pop()
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                os.close(read_end)
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
+        finally:
+            if not self._map.closed:
+                self._bounds.release()
+                self._map.close()
+                self._lock.close()
+            self._spent = True
 
     # the interface of concurrent.futures' executors that the runner uses
     def shutdown(self, *, cancel_futures: bool = False) -> None:
         self.close()
+
+
+def _answer(payload: bytes, status: int) -> list[tuple[Any, Any]]:
+    """A child's results from what it wrote, or its failure raised."""
+    if not payload:
+        raise ChildFailed(f"a worker process ended without its results ({_ended(status)})")
+    try:
+        ok, value = pickle.loads(payload)
+    except Exception as exc:  # noqa: BLE001  # a payload cut short, an exception that does not load
+        raise ChildFailed(f"a worker process's answer did not load ({_ended(status)}): {exc!r}") from None
+    if not ok:
+        raise value
+    return value
 
 
 def _pickled_failure(exc: Exception) -> bytes:

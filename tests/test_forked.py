@@ -116,3 +116,57 @@ def test_a_process_with_a_second_thread_does_not_fork(monkeypatch):
         thread.join()
     monkeypatch.setattr(forked.sys, "platform", "darwin")
     assert not can_fork()
+
+
+class _DiesHoldingTheLock(ForkedShares):
+    """A child that is killed while it holds the lock (as SIGKILL or the OOM killer may)."""
+
+    def _claim(self, own: int) -> int | None:
+        if os.getpid() != PARENT_PID:
+            import fcntl
+
+            fcntl.lockf(self._lock, fcntl.LOCK_EX)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super()._claim(own)
+
+
+def test_a_child_killed_while_it_holds_the_lock_does_not_hang_this_process():
+    def hung(signum, frame):
+        raise TimeoutError("this process waited for a lock a dead child held")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        with pytest.raises(ChildFailed, match=r"signal 9"):
+            list(_DiesHoldingTheLock(_killed_in_a_child, [0, 1], [range(0, 1), range(1, 2)]).results())
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_the_results_are_given_once():
+    shares = ForkedShares(_square_and_pid, [1, 2], [range(0, 1), range(1, 2)])
+    assert [value for value, _ in shares.results()] == [1, 4]
+    with pytest.raises(RuntimeError, match="taken already"):
+        next(shares.results())
+
+
+def test_an_interrupted_run_ends_its_children_and_lets_go_of_what_they_shared():
+    shares = ForkedShares(_sleeps, [0, 1, 2], [range(0, 1), range(1, 2), range(2, 3)])
+    pids = [pid for pid, _ in shares._children]
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            list(shares.results())  # this process's own job sleeps: interrupted in it
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert shares._children == [] and shares._map.closed
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

@@ -160,6 +160,24 @@ def test_a_syntax_error_in_a_consulted_module_is_still_reported_for_the_module_i
     assert result.stderr.splitlines()[0].startswith("error: pkg/b.py: syntax error at")
 
 
+def test_a_module_of_the_run_with_a_broken_body_still_answers_for_the_files_that_consult_it(tmp_path):
+    """``overlap.py`` is in the run and one of its bodies does not parse: consulted by
+    ``layers.py`` before its own analysis, it was parsed whole, refused, and the finding
+    in ``layers.py`` that rests on it was lost (found when ``layers.py`` was checked
+    alone). It is outlined instead; its own analysis reports the syntax error."""
+    import shutil
+
+    shutil.copytree(Path(__file__).parent / "fixtures" / "xmod" / "pos_attr_method", tmp_path / "case")
+    overlap = tmp_path / "case" / "tpkit" / "overlap.py"
+    overlap.write_text(
+        overlap.read_text() + PADDING + "\nimport torch\n\n\ndef broken():\n    return torch.is_grad_enabled() +\n"
+    )
+    result = invoke(["check", "-j", "1", "--no-cache", "."], cwd=tmp_path / "case")
+    assert result.exit_code == 2
+    assert result.stdout.splitlines()[0].startswith("tpkit/layers.py:23:48: GG001 ")
+    assert result.stderr.splitlines()[0].startswith("error: tpkit/overlap.py: syntax error at")
+
+
 @pytest.mark.network
 def test_every_transformer_engine_module_outlines_to_its_parse(te_sources: Path):
     """Each module of TransformerEngine (from PyPI): the outline, read whole, is the parse;

@@ -166,8 +166,10 @@ def own_calls_and_names(node: ast.AST) -> tuple[list[ast.Call], list[ast.Name | 
     return calls, names
 
 
-#: what a line that holds a nested ``def`` spells (``def`` and its whitespace: not ``default``)
-_DEF_WORDS = {"def ", "def\t"}
+#: what a line that holds a nested ``def`` spells: ``def`` and what the tokenizer takes
+#: after it (a space, a tab, a form feed, a backslash that continues the line), not
+#: ``default``
+_DEF_WORDS = {"def ", "def\t", "def\f", "def\\"}
 #: what a line that holds an ``import`` statement spells
 _IMPORT_WORDS = {"import"}
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

@@ -223,6 +223,17 @@ class Project:
         """The files (absolute paths) that the run analyses, this process or another."""
         self._analysed = paths
 
+    def _tree(self, path: str, text: str) -> ast.Module:
+        """The tree of a module read to answer a question: whole where the run analyses
+        it (its own analysis then takes the tree) and it parses; outlined otherwise (a
+        function's body parsed when read; a body that does not parse is `...`)."""
+        if os.path.abspath(path) in self._analysed:
+            try:
+                return ast.parse(text)
+            except SyntaxError:
+                pass  # its own analysis reports the error; the outline still answers for it
+        return parse_outline(text)
+
     def tree_of(self, path: str, text: str) -> ast.Module | None:
         """The tree of ``path`` if the project parsed it already from this very text, and
         whole (an outline, :func:`~gradgate.model.outline.parse_outline`, may hide a
@@ -261,8 +272,7 @@ class Project:
                 return None
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
             text = data.decode(encoding)
-            # a module only consulted: a function's body when read
-            tree = ast.parse(text) if os.path.abspath(path) in self._analysed else parse_outline(text)
+            tree = self._tree(path, text)
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
             return None
         self.parsed.append(path)
