@@ -322,15 +322,27 @@ def _ignoring_itself(path: str, source: SourceFile, cache: ResultCache | None, n
     return ignored
 
 
+@record
+class _Held:
+    """What the files the pre-filter dropped are analysed and cached with, after the
+    run's first pass: the run's configuration, options and roots, its cache (None: no
+    cache) and the time its entries are stamped with."""
+
+    config: Config
+    options: RunOptions
+    roots: tuple[str, ...]
+    cache: ResultCache | None
+    now_ns: int
+
+    def analyse(self, path: str, data: bytes, also: frozenset[bytes] = frozenset()) -> FileResult:
+        return _analyse(_job(path, data, self.config, self.options, self.roots, also))
+
+
 def _second_pass(
     held: dict[int, FileResult],
     results: list[FileResult | None],
     discovered: list[Discovered],
-    config: Config,
-    options: RunOptions,
-    roots: tuple[str, ...],
-    cache: ResultCache | None,
-    now_ns: int,
+    context: _Held,
     named: frozenset[int] = frozenset(),
 ) -> Iterator[tuple[int, FileResult]]:
     """The results of the files the pre-filter dropped: each analysed after all, in
@@ -351,47 +363,34 @@ def _second_pass(
                 source = read_source(item.path)
             except SourceError:
                 continue
-            if not may_hold_findings(source.data, config, also):
+            if not may_hold_findings(source.data, context.config, also):
                 continue
             del held[index]
-            result = _analyse_held(item.path, source, also, config, options, roots, cache, now_ns)
+            result = _analyse_held(item.path, source, also, context)
             names.update(result.exports)
             yield index, result
-    yield from _outside_pass(held, discovered, config, options, roots, cache, now_ns, named)
+    yield from _outside_pass(held, discovered, context, named)
     yield from held.items()
 
 
-def _analyse_held(
-    path: str,
-    source: SourceFile,
-    also: frozenset[bytes],
-    config: Config,
-    options: RunOptions,
-    roots: tuple[str, ...],
-    cache: ResultCache | None,
-    now_ns: int,
-) -> FileResult:
+def _analyse_held(path: str, source: SourceFile, also: frozenset[bytes], context: _Held) -> FileResult:
     """The result of a held file that spells a name in ``also`` (functions returning
     grad mode): ignored if it ignores itself, else analysed with those names; cached."""
-    ignored = _ignoring_itself(path, source, cache, now_ns)
+    ignored = _ignoring_itself(path, source, context.cache, context.now_ns)
     if ignored is not None:
         return ignored
-    result = _analyse(_job(path, source.data, config, options, roots, also))
-    if cache is not None:
+    result = context.analyse(path, source.data, also)
+    if context.cache is not None:
         from .cache import content_key
 
-        cache.put(os.path.abspath(path), content_key(source.data), source.info, now_ns, result)
+        context.cache.put(os.path.abspath(path), content_key(source.data), source.info, context.now_ns, result)
     return result
 
 
 def _outside_pass(
     held: dict[int, FileResult],
     discovered: list[Discovered],
-    config: Config,
-    options: RunOptions,
-    roots: tuple[str, ...],
-    cache: ResultCache | None,
-    now_ns: int,
+    context: _Held,
     named: frozenset[int],
 ) -> Iterator[tuple[int, FileResult]]:
     """The held files named on the command line (as pre-commit and editors name them),
@@ -402,7 +401,7 @@ def _outside_pass(
     every dropped file for its imports would cost a folder's run more than its analysis.
     A held result that rests on modules already was decided with them (the cache
     checked them unchanged)."""
-    inside = set(roots)
+    inside = set(context.roots)
     whole: dict[str, bool] = {}
     asked = [
         i
@@ -411,7 +410,7 @@ def _outside_pass(
     ]
     if not asked:
         return
-    project = _project(config, roots)
+    project = _project(context.config, context.roots)
     exports: dict[str, frozenset[str]] = {}
     for index in asked:
         item = discovered[index]
@@ -423,16 +422,16 @@ def _outside_pass(
         names: set[str] = set()
         for module in modules:
             if module not in exports:
-                exports[module] = _exports_of(module, config, options, roots)
+                exports[module] = _exports_of(module, context)
             names |= exports[module]
         also = frozenset(name.encode() for name in names)
-        if also and may_hold_findings(source.data, config, also):
+        if also and may_hold_findings(source.data, context.config, also):
             del held[index]
-            yield index, _analyse_held(item.path, source, also, config, options, roots, cache, now_ns)
+            yield index, _analyse_held(item.path, source, also, context)
         elif modules:
             held[index] = FileResult(item.path, stage="prefilter", dependencies=modules)
-            if cache is not None:
-                cache.put(os.path.abspath(item.path), None, source.info, now_ns, held[index])
+            if context.cache is not None:
+                context.cache.put(os.path.abspath(item.path), None, source.info, context.now_ns, held[index])
 
 
 def _package_in_run(path: str, inside: set[str], seen: dict[str, bool]) -> bool:
@@ -486,7 +485,7 @@ def _imported_outside(path: str, data: bytes, project: Project, inside: set[str]
     return tuple(sorted(found))
 
 
-def _exports_of(path: str, config: Config, options: RunOptions, roots: tuple[str, ...]) -> frozenset[str]:
+def _exports_of(path: str, context: _Held) -> frozenset[str]:
     """The names of the functions the module ``path`` returns grad mode from (its
     analysis, where its bytes may return grad mode at all)."""
     from .model.project import may_return_grad
@@ -495,9 +494,9 @@ def _exports_of(path: str, config: Config, options: RunOptions, roots: tuple[str
         data = read_source(path).data
     except SourceError:
         return frozenset()
-    if not may_return_grad(data, config.prefilter_tokens()):
+    if not may_return_grad(data, context.config.prefilter_tokens()):
         return frozenset()
-    return frozenset(_analyse(_job(path, data, config, options, roots)).exports)
+    return frozenset(context.analyse(path, data).exports)
 
 
 #: a run's options when none are given
@@ -609,7 +608,8 @@ def _run(
                 yield _per_file_ignored(results[next_out], config, options.root)  # type: ignore[arg-type]
                 next_out += 1
         named = frozenset(i for i, item in enumerate(discovered) if os.path.abspath(item.path) in options.named)
-        for index, result in _second_pass(held, results, discovered, config, options, roots, cache, now_ns, named):
+        context = _Held(config, options, roots, cache, now_ns)
+        for index, result in _second_pass(held, results, discovered, context, named):
             results[index] = result
             done += 1
             if progress is not None:
