@@ -21,12 +21,8 @@ from __future__ import annotations
 import fcntl
 import mmap
 import os
-import pickle
 import signal
 import sys
-import tempfile
-import threading
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -38,8 +34,25 @@ Result = TypeVar("Result")
 
 def can_fork() -> bool:
     """Can this process fork children that run Python safely: Linux, and no thread but
-    this one (a fork copies only the calling thread; a lock another held stays held)?"""
-    return sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
+    this one (a fork copies only the calling thread; a lock another held stays held)?
+    A process that has not imported :mod:`threading` started none of its threads."""
+    threading = sys.modules.get("threading")
+    alone = threading is None or threading.active_count() == 1
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and alone
+
+
+def _lock_file() -> int:
+    """A file descriptor of an unnamed file, to hold the shares' record lock: a memory
+    file where the kernel makes one, else a temporary file removed at once. (Importing
+    :mod:`tempfile` cost 4.5 ms, a tenth of what a run does before its fork.)"""
+    try:
+        return os.memfd_create("gradgate-shares")
+    except (AttributeError, OSError):  # not Linux 3.17 or later, or a sandbox refuses it
+        import tempfile
+
+        descriptor, path = tempfile.mkstemp(prefix="gradgate-shares-")
+        os.unlink(path)
+        return descriptor
 
 
 class ChildFailed(RuntimeError):
@@ -68,7 +81,7 @@ class ForkedShares(Generic[Job, Result]):
         self._bounds = memoryview(self._map).cast("q")
         for k, share in enumerate(shares):
             self._bounds[2 * k], self._bounds[2 * k + 1] = share.start, share.stop
-        self._lock = tempfile.TemporaryFile()  # noqa: SIM115  # held until close()
+        self._lock = _lock_file()  # held until close()
         self._spent = False
         #: each child's pid and the read end of its pipe
         self._children: list[tuple[int, int]] = []
@@ -119,6 +132,8 @@ class ForkedShares(Generic[Job, Result]):
             signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it; the parent reports
             die_with_parent(parent)
             try:
+                import pickle  # after the fork (here and in _answer): no process waits for another's import
+
                 payload = pickle.dumps((True, self._drain(own)), pickle.HIGHEST_PROTOCOL)
             except Exception as exc:  # noqa: BLE001  # whatever it is, the parent raises it
                 payload = _pickled_failure(exc)
@@ -166,7 +181,7 @@ class ForkedShares(Generic[Job, Result]):
             if not self._map.closed:
                 self._bounds.release()
                 self._map.close()
-                self._lock.close()
+                os.close(self._lock)
             self._spent = True
 
     # the interface of concurrent.futures' executors that the runner uses
@@ -176,6 +191,8 @@ class ForkedShares(Generic[Job, Result]):
 
 def _answer(payload: bytes, status: int) -> list[tuple[Any, Any]]:
     """A child's results from what it wrote, or its failure raised."""
+    import pickle
+
     if not payload:
         raise ChildFailed(f"a worker process ended without its results ({_ended(status)})")
     try:
@@ -188,9 +205,13 @@ def _answer(payload: bytes, status: int) -> list[tuple[Any, Any]]:
 
 
 def _pickled_failure(exc: Exception) -> bytes:
+    import pickle
+
     try:
         return pickle.dumps((False, exc), pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001  # an exception that does not pickle: its text
+        import traceback
+
         text = "".join(traceback.format_exception(exc))
         return pickle.dumps((False, ChildFailed(f"a worker process failed:\n{text}")), pickle.HIGHEST_PROTOCOL)
 

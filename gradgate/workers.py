@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
 import time
 
 PR_SET_PDEATHSIG = 1
@@ -48,6 +47,8 @@ def _watch(parent: int) -> None:
 def die_with_parent(parent: int) -> None:
     """Make this process end when the process ``parent`` does."""
     if not _kernel_kills_orphans():
+        import threading
+
         threading.Thread(target=_watch, args=(parent,), daemon=True, name="gradgate-parent-watch").start()
     if os.getppid() != parent:  # the parent died before the kernel was asked
         os._exit(1)

@@ -170,3 +170,28 @@ def test_an_interrupted_run_ends_its_children_and_lets_go_of_what_they_shared():
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_where_no_memory_file_can_be_made_the_lock_is_a_removed_temporary_file(monkeypatch, tmp_path):
+    import tempfile
+
+    made: list[str] = []
+
+    def refused(name: str, flags: int = 0) -> int:
+        made.append(name)
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(forked.os, "memfd_create", refused, raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    results = list(ForkedShares(_square_and_pid, [1, 2, 3], [range(0, 1), range(1, 3)]).results())
+    assert [value for value, _ in results] == [1, 4, 9]
+    assert made == ["gradgate-shares"]
+    assert list(tmp_path.iterdir()) == []  # unlinked as soon as it was opened
+
+
+def test_the_lock_file_is_closed_with_the_shares():
+    shares = ForkedShares(_square_and_pid, [1, 2], [range(0, 1), range(1, 2)])
+    descriptor = shares._lock
+    assert [value for value, _ in shares.results()] == [1, 4]
+    with pytest.raises(OSError):
+        os.fstat(descriptor)
