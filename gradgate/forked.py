@@ -6,8 +6,10 @@ safely (Linux, one thread), :class:`ForkedShares` forks one child a share after 
 first and works on the first itself. Each process takes its next file from the front of
 its own share or, its share done, from the end of the share with most left; a child
 writes its results, pickled, to a pipe and ends. A child starts with what this process
-has loaded (the engine's modules, imported before the fork, and the files' bytes): no
-module is imported twice and nothing is sent to it. A process pool
+has loaded (the engine's modules, imported before the fork, and the files' bytes): the
+engine is not imported again and nothing is sent to it (what only a child or the
+collection of its results uses, :mod:`pickle`, is imported after the fork, by each
+process while the other works). A process pool
 (``concurrent.futures``) sent every share to a worker, each worker imported the engine
 again and the parent idled meanwhile: 30-45 ms between the end of the pre-filter and the
 first file analysed on TransformerEngine.
