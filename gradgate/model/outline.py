@@ -70,6 +70,10 @@ _DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]", re.M)
 _INDENT = re.compile(r"^[ ]+(?=[^\s#])", re.M)
 #: a line indented with a tab (the scan matches indentations as they are spelled)
 _TAB_INDENT = re.compile(r"^[ ]*\t", re.M)
+#: what a ``def``'s header is scanned for, up to the ``:`` that ends it: brackets, that
+#: colon, and the starts of comments and strings (a char at a time, long headers took a
+#: fifth of the scan)
+_HEADER_CHARS = re.compile(r"""[()\[\]{}:#'"]""")
 #: lines that go on with the statement before them
 _GOES_ON = re.compile(r"(?:else|elif|except|finally)\b|[)\]}]")
 #: the scan follows the tokenizer of these Pythons (3.12's f-strings may nest quotes)
@@ -310,15 +314,17 @@ class _Outline:
         text = self.text
         depth = 0
         at = offset
-        while at < stop:
+        while (found := _HEADER_CHARS.search(text, at, stop)) is not None:  # the next char that counts
+            at = found.start()
             char = text[at]
             if char in "([{":
                 depth += 1
             elif char in ")]}":
                 depth -= 1
-            elif char == ":" and depth == 0:
-                return at
-            elif char == "#" or char in "'\"":
+            elif char == ":":
+                if depth == 0:
+                    return at
+            else:  # a comment or a string: past it
                 token = _TOKEN.match(text, at)
                 if token is None:
                     return None
