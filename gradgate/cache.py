@@ -159,6 +159,8 @@ class ResultCache:
         self.key = key if key is not None else secret_key()
         self._entries: dict[str, dict] = {}
         self._used: dict[str, dict] = {}
+        #: each dependency's record, made once (:meth:`dependency_record`)
+        self._dependencies: dict[str, list[object]] = {}
         self.dirty = False
         if self.key is not None:
             self._entries = self._load()
@@ -251,16 +253,22 @@ class ResultCache:
         return True
 
     def dependency_record(self, paths: tuple[str, ...], now_ns: int) -> dict[str, list[object]]:
-        """What :meth:`put` records of the files a result rests on: status and digest."""
+        """What :meth:`put` records of the files a result rests on: status and digest,
+        each file's read and hashed once a cache (a run): the modules a package's files
+        call are the same few (TransformerEngine: 54 reads of 20 files, 3.6 ms)."""
         record: dict[str, list[object]] = {}
         for path in paths:
-            try:
-                info = os.stat(path)
-                with open(path, "rb") as handle:
-                    digest = content_key(handle.read())
-            except OSError:
-                continue
-            record[path] = [_trusted_stat(info, now_ns), digest]
+            known = self._dependencies.get(path)
+            if known is None:
+                try:
+                    info = os.stat(path)
+                    with open(path, "rb") as handle:
+                        known = [_trusted_stat(info, now_ns), content_key(handle.read())]
+                except OSError:
+                    known = []
+                self._dependencies[path] = known
+            if known:
+                record[path] = list(known)
         return record
 
     def refresh(self, abspath: str, info: os.stat_result | None, now_ns: int) -> None:

@@ -51,9 +51,11 @@ def code_digest() -> str:
         for directory in package.__path__:
             for folder, subfolders, names in os.walk(directory):
                 subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+                # the path below `directory` by slicing: os.path.relpath took half of this walk
+                below = folder[len(directory) :].lstrip(os.sep)
                 for name in sorted(names):
                     if name.endswith(".py"):
                         info = os.stat(os.path.join(folder, name))
-                        relative = os.path.relpath(os.path.join(folder, name), directory)
+                        relative = os.path.join(below, name) if below else name
                         parts.append(f"{package.__name__}:{relative}:{info.st_size}:{info.st_mtime_ns}")
     return digest("\n".join(parts).encode(), 8)
