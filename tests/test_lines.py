@@ -30,6 +30,8 @@ def test_overlapping_words_and_words_repeated_on_a_line_count_the_line_once():
 _PIECES = st.sampled_from(["a", "b", "ab", "def ", "def\f", "x\\", " ", "\n", "\r", "\r\n", "\f", "é"])
 
 
-@given(st.lists(_PIECES, max_size=40).map("".join), st.sets(st.sampled_from(["a", "ab", "ba", "def ", "x\\", "\f", "b b"])))
+@given(
+    st.lists(_PIECES, max_size=40).map("".join), st.sets(st.sampled_from(["a", "ab", "ba", "def ", "x\\", "\f", "b b"]))
+)
 def test_the_lines_found_are_the_lines_that_hold_a_word(text, words):
     assert LineIndex(text).lines_with(words) == _holding(text, words)

@@ -252,9 +252,9 @@ class ModuleIndex:
         """Could ``function`` hold a nested ``def``: does a line below its ``def`` line
         spell one? Most functions hold none, and looking for them walked every statement
         of every function of every module a run parses."""
-        return self._spells(function, _DEF_WORDS, below_header=True)
+        return self.spells(function, _DEF_WORDS, below_header=True)
 
-    def _spells(self, function: FunctionNode, words: set[str], below_header: bool = False) -> bool:
+    def spells(self, function: FunctionNode, words: set[str], below_header: bool = False) -> bool:
         """Does a line of ``function`` (below its ``def`` line) spell one of ``words``
         (True where the index has no lines to search)?"""
         if self._lines is None:
@@ -483,7 +483,7 @@ class ModuleIndex:
                     (s for s in own_statements(info.node.body) if isinstance(s, (ast.Import, ast.ImportFrom))),
                     self.package,
                 )
-                if self._spells(info.node, _IMPORT_WORDS)
+                if self.spells(info.node, _IMPORT_WORDS)
                 else None
             )
             found = self._aliases[info.qualname] = {**self.aliases, **local} if local else self.aliases

@@ -144,6 +144,12 @@ def is_outlined(tree: ast.Module) -> bool:
     return getattr(tree, _OUTLINED, False)
 
 
+def body_parsed(node: ast.AST) -> bool:
+    """Is the body of ``node`` parsed: a node of a whole tree, or a function of an
+    outline whose body was read already (reading it costs nothing more)?"""
+    return not isinstance(node, _LazyBody) or "_body" in node.__dict__
+
+
 _STARTINGS: dict[str, re.Pattern[str]] = {"": _STARTING}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from .index import ClassInfo, FunctionInfo, ModuleIndex, dotted, own_statements, qualify
+from .outline import body_parsed
 
 #: values that initialise a container or leave an attribute unset: no type, no conflict
 _PLACEHOLDERS = (ast.Constant, ast.Dict, ast.List, ast.Set, ast.Tuple, ast.DictComp, ast.ListComp)
@@ -23,7 +24,11 @@ class TypeHints:
     def __init__(self, index: ModuleIndex, module: str) -> None:
         self.index = index
         self.module = module
-        self._attributes: dict[str, dict[str, str]] = {}
+        #: (class, attribute name) -> what its methods store in ``self.name`` and in
+        #: ``self.name[...]`` (keys ``name`` and ``name[]``)
+        self._attributes: dict[tuple[str, str], dict[str, str]] = {}
+        #: each method's stores in attributes of ``self`` (:meth:`_stores_in`)
+        self._method_stores: dict[str, list[tuple[str, str]]] = {}
         self._returns: dict[str, str | None] = {}
 
     def local(self, qualname: str) -> str:
@@ -73,7 +78,7 @@ class TypeHints:
         info = self.index.classes.get(klass)
         if info is None:
             return None
-        found = self._attributes_of(info).get(attr)
+        found = self._stores_of(info, attr.removesuffix("[]")).get(attr)
         if found is not None:
             return None if found == _CONFLICT else found
         for base in info.bases:
@@ -83,33 +88,54 @@ class TypeHints:
                     return inherited
         return None
 
-    def _attributes_of(self, info: ClassInfo) -> dict[str, str]:
-        found = self._attributes.get(info.name)
+    def _stores_of(self, info: ClassInfo, name: str) -> dict[str, str]:
+        """What the methods of ``info`` store in ``self.name`` and its items (keys
+        ``name`` and ``name[]``; stores that disagree: a conflict), each method walked
+        once. A method of an outline whose body is not parsed yet is read only if its
+        lines spell ``name`` (a store spells it): walking every method of a class for
+        its first question parsed every body of an outlined module
+        (:mod:`~gradgate.model.outline`); a search of the text for each name asked cost
+        more than walking the bodies a whole tree has parsed already."""
+        key = (info.name, name)
+        found = self._attributes.get(key)
         if found is not None:
             return found
-        found = self._attributes[info.name] = {}
+        found = self._attributes[key] = {}
+        wanted = (name, f"{name}[]")
         for qualname in info.methods.values():
-            method = self.index.functions[qualname]
-            aliases = self.index.aliases_of(method)
-            for statement in own_statements(method.node.body):
-                if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None:
+            node = self.index.functions[qualname].node
+            if qualname not in self._method_stores and not body_parsed(node) and not self.index.spells(node, {name}):
+                continue
+            for attr, made in self._stores_in(qualname):
+                if attr in wanted:
+                    found[attr] = made if found.get(attr, made) == made else _CONFLICT
+        return found
+
+    def _stores_in(self, qualname: str) -> list[tuple[str, str]]:
+        """The stores of one method in ``self.x`` (``self.x[k]``: ``x[]``), in order,
+        each with what makes the value (:data:`_CONFLICT`: nothing known); placeholders
+        (``self.x = None``) are no stores."""
+        found = self._method_stores.get(qualname)
+        if found is not None:
+            return found
+        found = self._method_stores[qualname] = []
+        method = self.index.functions[qualname]
+        aliases = self.index.aliases_of(method)
+        for statement in own_statements(method.node.body):
+            if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None:
+                continue
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                attr = self_attribute(target)
+                if attr is None:
                     continue
-                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-                for target in targets:
-                    key = self_attribute(target)
-                    declared = (
-                        self.annotated(statement.annotation, aliases) if isinstance(statement, ast.AnnAssign) else None
-                    )
-                    if key is not None and declared is not None:  # `self.x: Optional[Handle] = None`
-                        found[key] = declared if found.get(key, declared) == declared else _CONFLICT
-                        continue
-                    if key is None or isinstance(statement.value, _PLACEHOLDERS):
-                        continue
+                annotation = statement.annotation if isinstance(statement, ast.AnnAssign) else None
+                declared = self.annotated(annotation, aliases) if annotation is not None else None
+                if declared is not None:  # `self.x: Optional[Handle] = None`
+                    found.append((attr, declared))
+                elif not isinstance(statement.value, _PLACEHOLDERS):
                     made = self.maker(statement.value, aliases) or self._parameter_type(method, statement.value)
-                    made = made or _CONFLICT
-                    if found.get(key, made) != made:
-                        made = _CONFLICT
-                    found[key] = made
+                    found.append((attr, made or _CONFLICT))
         return found
 
     def _parameter_type(self, info: FunctionInfo, value: ast.expr) -> str | None:
