@@ -166,6 +166,48 @@ def own_calls_and_names(node: ast.AST) -> tuple[list[ast.Call], list[ast.Name | 
     return calls, names
 
 
+def _components(nodes: list[str | None], callers: dict[str | None, list[str | None]]) -> dict[str | None, int]:
+    """Each node's strongly connected component (an index) in the graph of ``callers``
+    (callee -> its callers); Tarjan's algorithm, without recursion."""
+    index: dict[str | None, int] = {}
+    low: dict[str | None, int] = {}
+    component: dict[str | None, int] = {}
+    stack: list[str | None] = []
+    on_stack: set[str | None] = set()
+    count = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work: list[tuple[str | None, int]] = [(root, 0)]
+        while work:
+            node, at = work.pop()
+            if at == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            edges = callers[node]
+            while at < len(edges) and edges[at] in index:
+                if edges[at] in on_stack:
+                    low[node] = min(low[node], index[edges[at]])
+                at += 1
+            if at < len(edges):  # a caller not visited yet: it first, then this node again
+                work.append((node, at + 1))
+                work.append((edges[at], 0))
+                continue
+            if low[node] == index[node]:  # the root of a component: it and what is above it
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component[member] = count
+                    if member == node:
+                        break
+                count += 1
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return component
+
+
 #: what a line that holds a nested ``def`` spells: ``def`` and what the tokenizer takes
 #: after it (a space, a tab, a form feed, a backslash that continues the line), not
 #: ``default``
@@ -353,10 +395,18 @@ class ModuleIndex:
                 if callee in members:
                     callers[callee].append(key)
         waiting = {k: set(callers[k]) - {k} for k in nodes}
+        component = _components(nodes, callers)
         level: dict[str | None, int] = {}
         pending = list(nodes)
         while pending:
-            ready = [k for k in pending if not waiting[k]] or pending[:1]
+            ready = [k for k in pending if not waiting[k]]
+            if not ready:
+                # a cycle: cut where it is entered, at the first function of a cycle that
+                # nothing outside it still calls (cut at the first pending function, a
+                # function the cycle calls ran before the cycle passed it anything:
+                # TransformerEngine's `_linear_eager`, called from `Linear.forward`, which
+                # its eager fallback calls back, then ran twice)
+                ready = [next(k for k in pending if all(component[c] == component[k] for c in waiting[k]))]
             for key in ready:
                 level[key] = 1 + max((level[c] for c in callers[key] if c in level), default=-1)
             done = set(ready)
