@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,3 +37,16 @@ _PIECES = st.sampled_from(["a", "b", "ab", "def ", "def\f", "x\\", " ", "\n", "\
 )
 def test_the_lines_found_are_the_lines_that_hold_a_word(text, words):
     assert LineIndex(text).lines_with(words) == _holding(text, words)
+
+
+_LINE_DEFINITION = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+@given(
+    st.lists(st.sampled_from(["a", " ", "\n", "\r", "\r\n", "\f", "\x0b", "\x1c", "\u2028", "é"]), max_size=30).map(
+        "".join
+    )
+)
+def test_lines_split_where_the_tokenizer_splits_them(text):
+    assert split_lines(text) == _LINE_DEFINITION.findall(text)
+    assert "".join(split_lines(text)) == text

@@ -274,3 +274,23 @@ def test_risky_texts_outline_to_their_parse_or_are_refused_alike(pieces, crlf, f
     methods = [m for c in tree.body if isinstance(c, ast.ClassDef) for m in c.body]
     broken = [s for s in (*tree.body, *methods) if isinstance(s, LazyFunctionDef) and s.name.startswith("broken")]
     assert broken and all(ast.dump(s.body[0]) == "Expr(value=Constant(value=Ellipsis))" for s in broken)
+
+
+#: the scan's strings and comments as first written: a char or an escape at a time
+_TOKEN_DEFINITION = re.compile(
+    r"""
+      \#[^\n]*
+    | \"\"\"(?:[^"\\]|\\(?:\r\n|.)|"(?!""))*\"\"\"
+    | '''(?:[^'\\]|\\(?:\r\n|.)|'(?!''))*'''
+    | "(?:[^"\\\n]|\\(?:\r\n|.))*"
+    | '(?:[^'\\\n]|\\(?:\r\n|.))*'
+    """,
+    re.S | re.X,
+)
+
+
+@given(
+    st.lists(st.sampled_from(['"', "'", '"""', "'''", "\\", "#", "a", "\n", "\r\n", "\r"]), max_size=40).map("".join)
+)
+def test_the_scan_finds_the_strings_and_comments_of_its_definition(text):
+    assert [m.span() for m in outline._TOKEN.finditer(text)] == [m.span() for m in _TOKEN_DEFINITION.finditer(text)]

@@ -12,8 +12,16 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 def split_lines(text: str) -> list[str]:
-    """Lines with their own endings, split where CPython's tokenizer splits them."""
-    return _LINE.findall(text)
+    """Lines with their own endings, split where CPython's tokenizer splits them (at
+    ``\\r\\n``, ``\\r`` and ``\\n``; ``str.splitlines`` splits at more)."""
+    if "\r" in text:
+        return _LINE.findall(text)
+    lines = text.split("\n")  # no carriage return: the lines end at each newline (twice as fast)
+    last = lines.pop()
+    out = [line + "\n" for line in lines]
+    if last:
+        out.append(last)
+    return out
 
 
 class LineIndex:

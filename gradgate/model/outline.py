@@ -49,14 +49,16 @@ from collections.abc import Iterator
 from typing import Any
 
 #: strings (any prefix is an identifier's letters to the scan) and comments, in the
-#: order the tokenizer tries them: a quote or a ``#`` outside them starts one
+#: order the tokenizer tries them: a quote or a ``#`` outside them starts one. Each body
+#: is written as a run of plain characters, then (an escape or a lone quote, then a run)
+#: repeated: the same strings as one char or escape at a time, in half the time
 _TOKEN = re.compile(
     r"""
       \#[^\n]*
-    | \"\"\"(?:[^"\\]|\\(?:\r\n|.)|"(?!""))*\"\"\"
-    | '''(?:[^'\\]|\\(?:\r\n|.)|'(?!''))*'''
-    | "(?:[^"\\\n]|\\(?:\r\n|.))*"
-    | '(?:[^'\\\n]|\\(?:\r\n|.))*'
+    | \"\"\"[^"\\]*(?:(?:\\(?:\r\n|.)|"(?!""))[^"\\]*)*\"\"\"
+    | '''[^'\\]*(?:(?:\\(?:\r\n|.)|'(?!''))[^'\\]*)*'''
+    | "[^"\\\n]*(?:\\(?:\r\n|.)[^"\\\n]*)*"
+    | '[^'\\\n]*(?:\\(?:\r\n|.)[^'\\\n]*)*'
     """,
     re.S | re.X,
 )
@@ -91,7 +93,7 @@ def parse_outline(text: str) -> ast.Module:
     first read (a text with fewer than :data:`MIN_FUNCTIONS` of them is parsed whole)."""
     if (
         not SCANNED
-        or len(_DEFINITION.findall(text)) < MIN_FUNCTIONS
+        or not _defines_at_least(text, MIN_FUNCTIONS)
         or "\0" in text
         or "\f" in text  # the tokenizer's column starts again after one: `\fdef g():` is top-level
         or text.count("\r") != text.count("\r\n")
@@ -111,6 +113,12 @@ def parse_outline(text: str) -> ast.Module:
         return ast.parse(text)
     setattr(tree, _OUTLINED, True)
     return tree
+
+
+def _defines_at_least(text: str, count: int) -> bool:
+    """Does ``text`` hold ``count`` lines that start a ``def``? (Counted up to ``count``:
+    counting them all cost as much as the scan of strings and comments.)"""
+    return any(seen >= count for seen, _ in enumerate(_DEFINITION.finditer(text), 1))
 
 
 def _with_lazy_bodies(body: list[ast.stmt], by_line: dict[int, _Function], outline: _Outline, in_class: bool) -> Any:
