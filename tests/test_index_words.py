@@ -46,3 +46,21 @@ def test_a_function_that_spells_default_only_is_not_searched_for_nested_defs():
 def test_a_function_s_own_imports_are_found(text):
     index = _index(text)
     assert index.aliases_of(index.functions["f"])["dist"] == "torch.distributed"
+
+
+def test_only_functions_that_spell_a_registrar_are_read_for_backward_hooks():
+    from gradgate.model.outline import body_parsed, parse_outline
+
+    fillers = "".join(f"def filler_{k}():\n    return {k}\n\n\n" for k in range(8))
+    text = (
+        "def grad_hook(grad):\n    return grad\n\n\n"
+        "def registers(t):\n    t.register_hook(grad_hook)\n\n\n"
+        "def names_a_hook():\n    my_hook = None  # a _hook spelled, nothing registered\n    return my_hook\n\n\n"
+        + fillers
+    )
+    tree = parse_outline(text)
+    index = ModuleIndex(tree, Config(), LineIndex(text).lines_with)
+    assert index.functions["grad_hook"].backward
+    assert not index.functions["names_a_hook"].backward
+    parsed = {s.name for s in tree.body if isinstance(s, ast.FunctionDef) and body_parsed(s)}
+    assert parsed == {"registers"}

@@ -418,12 +418,12 @@ class ModuleIndex:
             levels[level[key]].append(key)
         return levels
 
-    def _functions_mentioning(self, word: str) -> list[str]:
-        """Qualnames (and "" for the module) whose lines may spell ``word``."""
+    def _functions_mentioning(self, *words: str) -> list[str]:
+        """Qualnames (and "" for the module) whose lines may spell one of ``words``."""
         every = ["", *self.functions]
         if self._lines is None:
             return every
-        lines = self._lines({word})
+        lines = self._lines(set(words))
         if not lines:
             return []
         out = [""]
@@ -453,7 +453,9 @@ class ModuleIndex:
         # a function registered as a backward hook, found from the scope of the
         # registration (a closure named `_hook` elsewhere is another function)
         hooked: set[str] = set()
-        for owner in self._functions_mentioning("_hook"):  # every registrar's name holds it
+        # a registration spells its registrar's name ("_hook" alone sent the index into
+        # every function of a module that names its hooks, to walk its calls)
+        for owner in self._functions_mentioning(*BACKWARD_HOOK_REGISTRARS):
             prefix = f"{owner}.<locals>." if owner else ""
             for call in self.calls_of(owner):
                 if isinstance(call.func, ast.Attribute) and call.func.attr in BACKWARD_HOOK_REGISTRARS:
