@@ -7,9 +7,9 @@ first and works on the first itself. Each process takes its next file from the f
 its own share or, its share done, from the end of the share with most left; a child
 writes its results, pickled, to a pipe and ends. A child starts with what this process
 has loaded (the engine's modules, imported before the fork, and the files' bytes): the
-engine is not imported again and nothing is sent to it (what only a child or the
-collection of its results uses, :mod:`pickle`, is imported after the fork, by each
-process while the other works). A process pool
+engine is not imported again and nothing is sent to it (:mod:`pickle`, which only the
+children's results need, is imported after the fork: by a child before its work, by
+this process once its own share is done, while the children may still work). A process pool
 (``concurrent.futures``) sent every share to a worker, each worker imported the engine
 again and the parent idled meanwhile: 30-45 ms between the end of the pre-filter and the
 first file analysed on TransformerEngine.
@@ -53,7 +53,10 @@ def _lock_file() -> int:
         import tempfile
 
         descriptor, path = tempfile.mkstemp(prefix="gradgate-shares-")
-        os.unlink(path)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass  # an empty file left in the temporary folder; the lock on it works all the same
         return descriptor
 
 
@@ -134,7 +137,7 @@ class ForkedShares(Generic[Job, Result]):
             signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it; the parent reports
             die_with_parent(parent)
             try:
-                import pickle  # after the fork (here and in _answer): no process waits for another's import
+                import pickle  # after the fork (the module's docstring says why)
 
                 payload = pickle.dumps((True, self._drain(own)), pickle.HIGHEST_PROTOCOL)
             except Exception as exc:  # noqa: BLE001  # whatever it is, the parent raises it
@@ -152,6 +155,8 @@ class ForkedShares(Generic[Job, Result]):
         self._spent = True
         try:
             found: dict[int, Result] = dict(self._drain(0))
+            import pickle  # noqa: F401  # for _answer, while the children may still work
+
             while self._children:
                 pid, read_end = self._children[0]
                 with os.fdopen(read_end, "rb", closefd=False) as handle:

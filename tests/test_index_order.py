@@ -49,3 +49,37 @@ def test_strongly_connected_components():
     component = _components(nodes, callers)
     assert component["a"] == component["b"]
     assert len({component[k] for k in nodes}) == 4
+
+
+_CYCLE_INTO_CYCLE = """\
+def b(x):
+    if x:
+        return a(x)
+    return x
+
+
+def a(x):
+    return b(x)
+
+
+class Outer:
+    def forward(self, x):
+        if x is None:
+            return self.fallback(x)
+        return b(x)
+
+    def fallback(self, x):
+        return self.forward(x)
+"""
+
+
+def test_a_cycle_called_from_another_cycle_waits_for_it_and_is_cut_at_its_first_function():
+    """``a`` and ``b`` call each other, and ``Outer.forward`` (in a cycle with its
+    fallback) calls ``b``: the outer cycle runs first, then the inner one from ``b``, its
+    first function in the order, where ``forward`` enters it (cut at a function whose own
+    callers were all in its cycle, ``a`` ran first)."""
+    assert _levels(_CYCLE_INTO_CYCLE, ["b", "a", "Outer.forward"]) == [
+        ["Outer.forward"],
+        ["b", "Outer.fallback"],
+        ["a"],
+    ]

@@ -64,3 +64,9 @@ def test_only_functions_that_spell_a_registrar_are_read_for_backward_hooks():
     assert not index.functions["names_a_hook"].backward
     parsed = {s.name for s in tree.body if isinstance(s, ast.FunctionDef) and body_parsed(s)}
     assert parsed == {"registers"}
+
+
+def test_a_registrar_spelled_in_another_unicode_form_is_found():
+    text = "def grad_hook(grad):\n    return grad\n\n\ndef registers(t):\n    t.\uff52egister_hook(grad_hook)\n"
+    index = ModuleIndex(ast.parse(text), Config(), LineIndex(text).lines_with)
+    assert index.functions["grad_hook"].backward

@@ -50,3 +50,10 @@ _LINE_DEFINITION = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 def test_lines_split_where_the_tokenizer_splits_them(text):
     assert split_lines(text) == _LINE_DEFINITION.findall(text)
     assert "".join(split_lines(text)) == text
+
+
+def test_a_line_that_is_not_ascii_is_searched_in_the_form_python_reads_its_names_in():
+    index = LineIndex("x = 1  # é\nself.\ufb01eld = 2\nt.\uff52egister_hook(f)\n")
+    assert index.lines_with({"field"}) == [2]
+    assert index.lines_with({"register_hook"}) == [3]
+    assert index.lines_with({"x = 1"}) == [1]

@@ -294,3 +294,18 @@ _TOKEN_DEFINITION = re.compile(
 )
 def test_the_scan_finds_the_strings_and_comments_of_its_definition(text):
     assert [m.span() for m in outline._TOKEN.finditer(text)] == [m.span() for m in _TOKEN_DEFINITION.finditer(text)]
+
+
+@given(
+    st.lists(st.sampled_from(['"', "'", '"""', "'''", "\\", "#", "a", "\n", "\r\n"]), max_size=30).map("".join),
+    st.integers(min_value=0, max_value=30),
+)
+def test_the_scan_matches_a_string_or_comment_where_its_definition_does_from_any_offset(text, offset):
+    got, want = outline._TOKEN.match(text, offset), _TOKEN_DEFINITION.match(text, offset)
+    assert (got and got.span()) == (want and want.span())
+
+
+def test_a_text_defines_enough_functions_counted_up_to_the_number_asked():
+    assert outline._defines_at_least("def f():\n    pass\n" * 3, 3)
+    assert not outline._defines_at_least("def f():\n    pass\n" * 2, 3)
+    assert outline._defines_at_least("", 0)

@@ -64,3 +64,11 @@ def test_an_outlined_class_parses_only_the_methods_that_spell_the_attribute_aske
     (layer,) = (s for s in tree.body if isinstance(s, ast.ClassDef))
     parsed = [m.name for m in layer.body if isinstance(m, ast.FunctionDef) and body_parsed(m)]
     assert parsed == ["__init__", "reset"]
+
+
+def test_a_store_spelled_in_another_unicode_form_of_the_name_is_found_in_an_outline():
+    """Python reads ``self.ﬁeld`` (the ligature) as ``self.field``."""
+    text = _MODULE.replace("self.coordinator = comm.Coordinator(group)", "self.\ufb01eld = comm.Coordinator(group)")
+    tree = parse_outline(text)
+    hints = TypeHints(ModuleIndex(tree, Config(), LineIndex(text).lines_with), "m")
+    assert hints.attribute("Layer", "field") == "comm.Coordinator"

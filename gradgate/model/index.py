@@ -371,7 +371,8 @@ class ModuleIndex:
     def callers_first(self, keys: list[str | None], hops: int = 2) -> list[list[str | None]]:
         """``keys`` (None: the module's body), and the functions they reach in ``hops``
         calls or names (:meth:`referenced`), in levels: each function after those that call
-        or name it (a cycle is cut at its first function in this order), each level in
+        or name it (a cycle is cut where it is entered: at its first function in this
+        order, once no function outside the cycle still calls into it), each level in
         ``keys``' order, then the module's. Interpreted level by level, a function runs
         after its callers, so what they pass it is known when it first runs: through
         functions that are not interpreted yet too (TransformerEngine's
@@ -401,12 +402,15 @@ class ModuleIndex:
         while pending:
             ready = [k for k in pending if not waiting[k]]
             if not ready:
-                # a cycle: cut where it is entered, at the first function of a cycle that
-                # nothing outside it still calls (cut at the first pending function, a
-                # function the cycle calls ran before the cycle passed it anything:
-                # TransformerEngine's `_linear_eager`, called from `Linear.forward`, which
-                # its eager fallback calls back, then ran twice)
-                ready = [next(k for k in pending if all(component[c] == component[k] for c in waiting[k]))]
+                # cycles only: cut one that nothing outside it still calls into, at its
+                # first function. (Cut at the first pending function, a function that a
+                # cycle calls ran before the cycle passed it anything: TransformerEngine's
+                # `_linear_eager`, called from `Linear.forward`, which its eager fallback
+                # calls back, ran twice)
+                entered = {component[k] for k in pending} - {
+                    component[k] for k in pending for c in waiting[k] if component[c] != component[k]
+                }
+                ready = [next(k for k in pending if component[k] in entered)]
             for key in ready:
                 level[key] = 1 + max((level[c] for c in callers[key] if c in level), default=-1)
             done = set(ready)

@@ -25,13 +25,22 @@ def split_lines(text: str) -> list[str]:
 
 
 class LineIndex:
-    """Line numbers of the places where words occur in a text."""
+    """Line numbers of the places where words occur in a text.
+
+    Python reads an identifier as its NFKC form (``self.ﬁeld`` is ``self.field``,
+    ``t.ｒegister_hook`` calls ``register_hook``): a line that is not ASCII is searched in
+    that form, so that a word found nowhere is spelled nowhere in the code."""
 
     def __init__(self, text: str, lines: list[str] | None = None) -> None:
         """``lines``: :func:`split_lines` of ``text``, where the caller has them."""
-        self._text = text
         if lines is None:
             lines = split_lines(text)
+        if not text.isascii():
+            import unicodedata
+
+            lines = [line if line.isascii() else unicodedata.normalize("NFKC", line) for line in lines]
+            text = "".join(lines)
+        self._text = text
         self._starts = list(itertools.accumulate(map(len, lines), initial=0))
         self._found: dict[frozenset[str], list[int]] = {}
 

@@ -118,7 +118,7 @@ def parse_outline(text: str) -> ast.Module:
 def _defines_at_least(text: str, count: int) -> bool:
     """Does ``text`` hold ``count`` lines that start a ``def``? (Counted up to ``count``:
     counting them all cost as much as the scan of strings and comments.)"""
-    return any(seen >= count for seen, _ in enumerate(_DEFINITION.finditer(text), 1))
+    return count <= 0 or any(seen >= count for seen, _ in enumerate(_DEFINITION.finditer(text), 1))
 
 
 def _with_lazy_bodies(body: list[ast.stmt], by_line: dict[int, _Function], outline: _Outline, in_class: bool) -> Any:
