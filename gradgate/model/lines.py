@@ -38,8 +38,9 @@ class LineIndex:
         if not text.isascii():
             import unicodedata
 
-            lines = [line if line.isascii() else unicodedata.normalize("NFKC", line) for line in lines]
-            text = "".join(lines)
+            read = [line if line.isascii() else unicodedata.normalize("NFKC", line) for line in lines]
+            if any(new is not old for new, old in zip(read, lines)):  # (a line in NFKC already is returned as it is)
+                lines, text = read, "".join(read)
         self._text = text
         self._starts = list(itertools.accumulate(map(len, lines), initial=0))
         self._found: dict[frozenset[str], list[int]] = {}
