@@ -13,7 +13,6 @@ summary it read changed since; the rounds stop when none did.
 from __future__ import annotations
 
 import ast
-import bisect
 import os
 from collections.abc import Iterable
 
@@ -22,7 +21,7 @@ from ..records import record, replace
 from .bdd import BudgetExceeded, Manager
 from .index import FunctionInfo, ModuleIndex, fed_training_parameters, mentions_training
 from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
-from .lines import LineIndex, split_lines
+from .lines import LineIndex, holds_line_within, split_lines
 from .project import Callee, Project, module_name, reference
 from .summary import part_of
 from .values import Step, Value
@@ -99,9 +98,8 @@ class ModuleAnalysis:
         for info in self.index.functions.values():
             if info.backward:
                 continue
-            start, end = info.node.lineno, info.node.end_lineno or info.node.lineno
-            at = bisect.bisect_left(lines, start)
-            if (at < len(lines) and lines[at] <= end) or info.qualname in self.context.seeds:
+            spelled = holds_line_within(lines, info.node.lineno, info.node.end_lineno or info.node.lineno)
+            if spelled or info.qualname in self.context.seeds:
                 out.append(info)
         return out
 

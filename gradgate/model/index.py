@@ -8,11 +8,11 @@ the scope that holds the ``def`` (see :mod:`gradgate.model.interpret`).
 from __future__ import annotations
 
 import ast
-import bisect
 from collections.abc import Callable, Iterator
 
 from ..config import NON_COMM_API_NAMES, Config
 from ..records import field, record
+from .lines import holds_line_within
 
 #: bases that make a class a ``torch.autograd.Function``
 AUTOGRAD_FUNCTION_BASES = frozenset(
@@ -301,9 +301,8 @@ class ModuleIndex:
         (True where the index has no lines to search)?"""
         if self._lines is None:
             return True
-        lines = self._lines(words)
-        at = (bisect.bisect_right if below_header else bisect.bisect_left)(lines, function.lineno)
-        return at < len(lines) and lines[at] <= (function.end_lineno or function.lineno)
+        first = function.lineno + 1 if below_header else function.lineno
+        return holds_line_within(self._lines(words), first, function.end_lineno or function.lineno)
 
     def _collect_nested(self, body: list[ast.stmt], prefix: str, owner: str | None = None) -> None:
         """Functions nested in a function; in a method they see its ``self`` (``owner``)."""
@@ -430,12 +429,14 @@ class ModuleIndex:
         lines = self._lines(set(words))
         if not lines:
             return []
-        out = [""]
-        for qualname, info in self.functions.items():
-            at = bisect.bisect_left(lines, info.node.lineno)
-            if at < len(lines) and lines[at] <= (info.node.end_lineno or info.node.lineno):
-                out.append(qualname)
-        return out
+        return [
+            "",
+            *(
+                qualname
+                for qualname, info in self.functions.items()
+                if holds_line_within(lines, info.node.lineno, info.node.end_lineno or info.node.lineno)
+            ),
+        ]
 
     def _is_autograd_function(self, klass: ClassInfo, depth: int = 0) -> bool:
         for base in klass.bases:
