@@ -29,12 +29,14 @@ are the same (the test-suite checks it on every fixture and the fuzz corpus).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from .config import Config
 from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
-from .model.fixplan import BlockIndex, FixPlan, SourceLines, odd_layout, parent_map, plan
+from .model.decisions import kind_of
+from .model.fixplan import BlockIndex, FixPlan, SourceLines, odd_layout, parent_map, plan, substitute
 from .model.lines import split_lines
 from .model.project import Project
 from .model.splice import spliced_tree
@@ -60,7 +62,12 @@ FIX_TITLES = {
     "keep-orelse": "keep what runs with grad mode on, drop the no-grad branch",
     "remove-statement": "delete the statement (it only disables, or would read `x = x`)",
     "pass-statement": "replace the statement by `pass` (it only disables)",
+    "substitute": "use the module's training mode instead (`self.training`)",
 }
+
+#: a name that says training mode; grad mode held under one stands in for it
+_TRAINING_WORD = re.compile(r"^(is_)?train(ing)?(_mode)?$")
+_TRAINING_HELD = re.compile(r"(held in|unpacked into) `(self\.)?(is_)?train(ing)?(_mode)?`")
 
 #: Upper bound on fix passes; each pass removes at least one finding.
 MAX_FIX_PASSES = 16
@@ -290,8 +297,25 @@ class _Analysis:
     def _target(self, origin: ast.AST, entry: Entry) -> tuple[ast.AST, int]:
         """The grad-mode expression a fix sets at ``origin``, and its grad-on value."""
         function = None if entry.decision.function == "<module>" else entry.decision.function
-        _statement, sign, _trail = self.model.results[function].origins[origin]
+        owner = self.model.owner_of(origin, function)
+        assert owner is not None  # an entry's origin is a read of the module
+        _statement, sign, _trail = owner.origins[origin]
         return widen_to_pure_grad(origin, entry.statement, sign)
+
+    def _training_proxy(self, origin: ast.AST, entry: Entry) -> str | None:
+        """The training mode to put in place of a grad-mode read that stands in for it
+        (``training = torch.is_grad_enabled()``, ``if training:``, ``training=`` handed
+        a kernel): ``self.training`` in a method; None where grad mode is not held under
+        a training name, or no module is at hand."""
+        names = [step.message for step in entry.trail]
+        held = any(_TRAINING_HELD.search(m) for m in names)
+        read = origin.id if isinstance(origin, ast.Name) else origin.attr if isinstance(origin, ast.Attribute) else ""
+        if not (held or _TRAINING_WORD.match(read)) or read in ("is_grad_enabled", "grad_enabled"):
+            return None
+        function = self.model.index.functions.get(entry.decision.function)
+        if function is None or function.owner is None or not function.positional[:1] == ["self"]:
+            return None
+        return "self.training"
 
     def _finding(
         self,
@@ -314,10 +338,17 @@ class _Analysis:
         message = rule.describe(first.decision, read)
         fix_plan: FixPlan | None = None
         applicability: Applicability | None = None
-        if rule.FIXES and all(e.proven for e in entries):
+        proxy = self._training_proxy(origin, first)
+        if proxy is not None and (rule.FIXES or kind_of(first.decision.kind).intent == "training"):
+            # grad mode standing in for training mode: the fix is the module's mode, which
+            # changes eval under no_grad too (unsafe)
+            fix_plan = substitute(target[0], proxy, statement, self.source)
+            applicability = Applicability.UNSAFE if fix_plan is not None else None
+            message += " (grad mode stands in for training mode here)"
+        elif rule.FIXES and all(e.proven for e in entries):
             fix_plan = plan(target[0], target[1], statement, self.blocks, self.source, fixed_too - {target[0]})
         coupled = sorted({c.lineno for e in entries for c in e.coupled})
-        if fix_plan is not None:
+        if fix_plan is not None and proxy is None:
             applicability = Applicability.UNSAFE if coupled else Applicability.SAFE
         if coupled:
             where = ", ".join(str(n) for n in coupled)

@@ -90,6 +90,9 @@ def apply_plans(
             expressions[outer] = rewrap(inner, outer)
         elif action in ("remove-element", "remove-argument"):
             _remove_item(positions, plan, offset, expressions)
+        elif action == "substitute":
+            outer = find(positions, (cst.BaseExpression,), plan.node, offset)
+            expressions[outer] = rewrap(cst.parse_expression(plan.text), outer)
         elif plan.elif_clause:
             target = find(positions, (cst.If,), plan.node, offset)
             parent = next(n for n in positions if isinstance(n, cst.If) and n.orelse is target)

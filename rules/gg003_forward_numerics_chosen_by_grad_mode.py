@@ -20,7 +20,14 @@ class ForwardNumericsChosenByGradMode(Rule):
       (`training=`, `dropout_p=`, ...) or positionally (an argument built from a
       `training` flag), when turning grad mode off can only turn it off
       (`config.training and config.is_grad_enabled`);
-    - `.train()` / `.eval()` run or not depending on grad mode (any dependence).
+    - `.train()` / `.eval()` run or not depending on grad mode (any dependence);
+    - any other keyword argument of such a kernel by which it computes (`torch.topk(...,
+      sorted=torch.is_grad_enabled())`), when turning grad mode off can only turn it off;
+      autograd's own arguments (`requires_grad=`, `columnwise=`, `use_reentrant=`, names
+      of saving, caching, hooks, graphs) are not the forward's numerics;
+    - the function computing the forward chosen by grad mode (`fn = fused if grad else
+      reference; fn(x)`), unless the path taken without grad is one that has no backward
+      (named for inference, decoding or a fast path: the opposite polarity).
 
     ## Why is this bad?
     Training mode decides the forward's numerics (dropout, batch-norm statistics); grad
@@ -82,11 +89,21 @@ class ForwardNumericsChosenByGradMode(Rule):
         ),
     ]
 
-    DECISIONS = frozenset({"mode", "mode-switch"})
+    DECISIONS = frozenset({"mode", "mode-switch", "kernel-option", "callee"})
     FIXES = False
 
     @classmethod
     def describe(cls, decision: Decision, read: str) -> str:
+        if decision.kind == "kernel-option":
+            return (
+                f"argument `{decision.name}=` of a forward kernel is gated on grad mode (`{read}`): "
+                "under torch.no_grad() the forward computes differently"
+            )
+        if decision.kind == "callee":
+            return (
+                f"the function computing the forward (`{decision.name}`) is chosen by grad mode (`{read}`): "
+                "under torch.no_grad() another kernel computes it"
+            )
         if decision.kind == "mode-switch":
             return (
                 f"module mode switched on grad mode (`{read}`): "

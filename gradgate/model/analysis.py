@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from ..config import Config
 from ..records import record, replace
-from .bdd import BudgetExceeded, Manager
+from .bdd import FALSE, BudgetExceeded, Manager
 from .index import FunctionInfo, ModuleIndex, fed_training_parameters, mentions_training
 from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
 from .lines import LineIndex, holds_line_within, split_lines
@@ -77,7 +77,7 @@ class ModuleAnalysis:
             self._run()
             self._add_call_decisions()
         #: names of the module's functions that return grad mode
-        returning = {q for q in self.context.returns if "<locals>" not in q}
+        returning = {q for q, v in self.context.returns.items() if "<locals>" not in q and not v.origins}
         for qualname, info in self.index.functions.items():
             # a query named like a backward function (`will_backward()`) is not analysed
             # as a forward, but what it returns may gate one elsewhere
@@ -99,7 +99,7 @@ class ModuleAnalysis:
             if info.backward:
                 continue
             spelled = holds_line_within(lines, info.node.lineno, info.node.end_lineno or info.node.lineno)
-            if spelled or info.qualname in self.context.seeds:
+            if spelled or info.qualname in self.context.seeds or info.qualname in self.context.closures:
                 out.append(info)
         return out
 
@@ -171,6 +171,7 @@ class ModuleAnalysis:
             "returns": {q: v.bdd for q, v in c.returns.items()},
             "attributes": {a: v.bdd for a, v in c.attributes.items()},
             "class_attributes": {k: v.bdd for k, v in c.class_attributes.items()},
+            "closures": {q: tuple(sorted((n, _shape(v)) for n, v in p.items())) for q, p in c.closures.items()},
         }
 
     @staticmethod
@@ -217,6 +218,10 @@ class ModuleAnalysis:
             value = pure_grad_values(result.returns, self.bdd)
             if value is not None:
                 returns[qualname] = Value(value.bdd, trail=value.trail)
+                continue
+            decided = self._returned_decision(result)
+            if decided is not None:
+                returns[qualname] = decided
         stores: dict[str, list[Value]] = {}
         class_stores: dict[tuple[str, str], list[Value]] = {}
         for qualname, result in self.results.items():
@@ -240,6 +245,25 @@ class ModuleAnalysis:
         self.context.seeds, self.context.supplied = seeds, supplied
         self.context.returns, self.context.attributes = returns, attributes
         self.context.class_attributes = class_attributes
+
+    def _returned_decision(self, result: FunctionResult) -> Value | None:
+        """What a function returns when that is a condition grad mode takes part in,
+        with other conditions (``return module.prefetch and torch.is_grad_enabled()``):
+        the returned values joined under their paths, keeping the reads in the function
+        as their origins, so that a caller's decision on it is fixed where grad mode is
+        read. None: no grad mode in it, or a value rather than a condition (a tensor, a
+        tuple)."""
+        bdd = self.bdd
+        joined = FALSE
+        origins: frozenset[ast.AST] = frozenset()
+        for value, condition in zip(result.returns, result.return_conditions):
+            if value.items is not None or value.fields is not None or value.function is not None:
+                return None
+            joined = bdd.disj(joined, bdd.conj(condition, value.bdd))
+            origins |= value.origins
+        if not bdd.depends_on_grad(joined) or not any(o in result.read_vars for o in origins):
+            return None
+        return Value(joined, origins)
 
     def _parameter_values(self, info: FunctionInfo, sites: list[CallSite]) -> tuple[dict[str, Value], set[str]]:
         """What the callers of ``info`` pass: the parameters every concrete supply of
@@ -388,6 +412,18 @@ class ModuleAnalysis:
                             result.decisions.append(decided)
 
     # -- decisions ------------------------------------------------------------------------
+    def owner_of(self, origin: ast.AST, function: str | None) -> FunctionResult | None:
+        """The result of the function where the grad-mode read ``origin`` is: the
+        deciding function's own, or another's of the module whose value reached it (a
+        helper returning ``cfg.overlap and torch.is_grad_enabled()``, a closure's capture)."""
+        own = self.results.get(function)
+        if own is not None and origin in own.origins and origin in own.read_vars:
+            return own
+        for result in self.results.values():
+            if origin in result.origins and origin in result.read_vars:
+                return result
+        return None
+
     @property
     def decisions(self) -> list[Decision]:
         return [d for r in self.results.values() for d in r.decisions]
@@ -404,14 +440,14 @@ class ModuleAnalysis:
         it leaves the decision unchanged with grad mode on and no longer gated by it.
         """
         function = None if decision.function == "<module>" else decision.function
-        result = self.results.get(function)
-        if result is None:
+        if function not in self.results:
             return []
         bdd = self.bdd
         # each read is a variable of its own: set to its grad-on value (1) or off (0),
         # with the other reads at grad-on, a restriction of the decision shows what it does
+        owners = {o: self.owner_of(o, function) for o in decision.origins}
         reads = sorted(
-            ((o, result.read_vars[o]) for o in decision.origins if o in result.read_vars and o in result.origins),
+            ((o, r.read_vars[o]) for o, r in owners.items() if r is not None),
             key=lambda r: _position(r[0]),
         )
         present = bdd.support(decision.bdd)
@@ -435,6 +471,8 @@ class ModuleAnalysis:
         )
         entries = []
         for origin, _target, _value in gating:
+            result = owners[origin]
+            assert result is not None
             statement, _polarity, trail = result.origins[origin]
             coupled = tuple(
                 call

@@ -33,12 +33,14 @@ class FixPlan:
     #: the statement a fix is parsed and spliced with (an ``elif`` needs its ``if``)
     statement: ast.stmt
     #: remove-operand, replace-by-child, remove-element, remove-argument, keep-body,
-    #: keep-orelse, remove-statement
+    #: keep-orelse, remove-statement, substitute
     action: str
     node: Span
     child: Span | None = None
     #: the ``if`` acted on is an ``elif`` (it sits in its parent's ``orelse``)
     elif_clause: bool = False
+    #: substitute: the expression put in the node's place (``self.training``)
+    text: str = ""
 
 
 def odd_layout(text: str) -> bool:
@@ -182,6 +184,14 @@ def plan(
     if parent is statement:
         return _statement_plan(statement, target, value, block_of, source)
     return None
+
+
+def substitute(target: ast.AST, text: str, statement: ast.stmt, source: SourceLines) -> FixPlan | None:
+    """The plan that puts the expression ``text`` in the place of the grad-mode read
+    ``target`` (grad mode standing in for training mode: ``self.training``)."""
+    if _comment_inside(target, source):
+        return None
+    return FixPlan(statement, "substitute", source.span(target), text=text)
 
 
 def _comment_inside(node: ast.AST, source: SourceLines) -> bool:

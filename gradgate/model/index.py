@@ -246,7 +246,7 @@ class ModuleIndex:
         self._read: dict[str, frozenset[str]] = {}
         self._referenced: dict[str, set[str]] = {}
         self._mark_backward()
-        self._communicates: dict[tuple[str, bool], bool] = {}
+        self._communicates: dict[tuple[str, bool], frozenset[str]] = {}
         self._fed: dict[tuple[str, str], int] | None = None
 
     # -- collecting -------------------------------------------------------------------
@@ -581,29 +581,47 @@ class ModuleIndex:
         """Does a function of the module communicate in the forward, directly or through
         other functions of the module (``outside(call, function)``: or of other modules,
         for a call the module cannot resolve)? Worked out on demand, for the callees met."""
+        return bool(self.comm_ops(qualname, depth, outside))
+
+    def comm_ops(
+        self, qualname: str, depth: int = 0, outside: Callable[[ast.Call, FunctionInfo], bool] | None = None
+    ) -> frozenset[str]:
+        """The forward communication a function of the module performs, as the names of
+        the operations it reaches (``all_reduce``, ``wait_stream``; a call of another
+        module that ``outside`` says communicates: its dotted name): what two calls are
+        compared by, so that ``_AllReduce.apply(x)`` and ``dist.all_reduce(x)`` are the
+        same effect."""
         key = (qualname, outside is not None)
         known = self._communicates.get(key)
         if known is not None:
             return known
-        self._communicates[key] = False  # a recursive call does not make it communicate
+        self._communicates[key] = frozenset()  # a recursive call adds nothing
         info = self.functions.get(qualname)
-        result = False
+        found: set[str] = set()
         if info is not None and not info.backward and not self.config.backward_call_re.search(info.node.name):
             aliases = self.aliases_of(info)
             for call in self.calls_of(qualname):
                 if self.is_comm_callee(call.func, aliases):
-                    result = True
-                    break
+                    found.add(op_name(call.func))
+                    continue
                 resolved = self.resolve(call.func, info.owner, aliases)
                 if resolved is not None:
-                    if depth < 32 and self.communicates(resolved[0], depth + 1, outside):
-                        result = True
-                        break
+                    if depth < 32:
+                        found |= self.comm_ops(resolved[0], depth + 1, outside)
                 elif outside is not None and outside(call, info):
-                    result = True
-                    break
-        self._communicates[key] = result
+                    found.add(dotted(call.func) or op_name(call.func))
+        result = self._communicates[key] = frozenset(found)
         return result
+
+
+def op_name(func: ast.AST) -> str:
+    """The operation a communication call names: its last name without leading
+    underscores (``dist.all_reduce``, ``torch.distributed.nn.functional.all_reduce`` and
+    ``_all_reduce`` are one operation)."""
+    while isinstance(func, ast.Call) and len(func.args) == 1 and not func.keywords:
+        func = func.args[0]
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else "call"
+    return last.lstrip("_") or last
 
 
 def _stage_step(info: FunctionInfo) -> bool:

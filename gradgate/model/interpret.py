@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from ..records import field, record, replace
 from .bdd import FALSE, TRUE, Manager
-from .index import BACKWARD_HOOK_REGISTRARS, FunctionInfo, ModuleIndex, dotted, qualify
+from .decisions import kind_of
+from .index import BACKWARD_HOOK_REGISTRARS, FunctionInfo, ModuleIndex, dotted, op_name, qualify
 from .types import TypeHints, self_attribute
 from .values import SUPER, Environment, FunctionRef, Place, Step, Value
 
@@ -36,6 +37,17 @@ _NOT_KERNELS = re.compile(
     r"^(print|debug|info|warning|warn|error|critical|exception|log|format|append|extend|insert|add|update|write)$"
 )
 _MODE_SWITCHES = {"train": True, "eval": False}
+#: a function named for a path that has no backward: taking it without grad is correct
+_NO_BACKWARD_PATH = re.compile(r"(?i)infer|decod|eval|fast|no_?grad|no_?backward|graph|generat|predict|serv|cached")
+#: a function named as autograd's wrapper of a computation
+_AUTOGRAD_PATH = re.compile(r"(?i)^apply$|autograd|differentiable|with_grad|_fn$|function$|train")
+#: keyword arguments that serve autograd or bookkeeping, not the forward's numerics
+_BOOKKEEPING_KEYWORDS = re.compile(
+    r"grad|backward|bwd|save|keep|retain|cache|ctx|columnwise|rowwise|usage|reentrant|rng|track|graph|hook"
+    r"|record|checkpoint|offload|free|release|debug|verbose|log|name|enabled|inference|differentiable"
+)
+#: context managers that issue the work inside on a stream (their argument)
+_STREAM_CONTEXTS = frozenset({"stream", "use_stream", "StreamContext"})
 #: autograd's own mode switches: their argument is grad mode by design
 _AUTOGRAD_SWITCHES = frozenset(
     {
@@ -65,8 +77,6 @@ _MAX_ALTERNATIVES = 4
 #: sequences longer than this are not followed item by item
 _MAX_ITEMS = 256
 _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-#: decision kinds where any dependence on grad mode counts, not only "forced off"
-ANY_WAY_KINDS = frozenset({"selection", "mode-switch", "mode-selector"})
 
 
 @record
@@ -96,7 +106,7 @@ class Decision:
     @property
     def depends_any_way(self) -> bool:
         """Does any dependence on grad mode count (not only ``forced off``)?"""
-        return self.kind in ANY_WAY_KINDS
+        return kind_of(self.kind).any_way
 
 
 @record
@@ -113,6 +123,19 @@ class CallSite:
     double_star: bool = False
     #: a callee of another module (or reached through the project): (module, qualname)
     external: tuple[str, str] | None = None
+
+
+@record
+class CommEffect:
+    """A forward communication effect, as the arms of a decision are compared by it:
+    ``if grad: all_reduce(x, async_op=True) else: all_reduce(x)`` has two, one of
+    which grad mode gates; ``Fn.apply(x)`` (whose forward all-reduces) and
+    ``all_reduce(x)`` have one."""
+
+    ops: frozenset[str]
+    options: frozenset[tuple[str, object]]
+    in_loop: bool
+    stream: object
 
 
 @record(frozen=False)
@@ -183,6 +206,9 @@ class Context:
         self.returns: dict[str, Value] = {}
         #: attribute names carrying grad mode module-wide
         self.attributes: dict[str, Value] = {}
+        #: what a nested function's free names hold where it is defined, of the names
+        #: that carry grad mode: qualname -> name -> value (a closure's captures)
+        self.closures: dict[str, dict[str, Value]] = {}
         #: ``self.x`` stores of each class: (class, attr) -> the grad-mode value, or
         #: :data:`PLAIN` where some store is something else
         self.class_attributes: dict[tuple[str, str], Value] = {}
@@ -230,8 +256,13 @@ class Interpreter:
                 mode = self._grad_mode_set_by(decorator)
                 if mode is not None:
                     self.grad_fixed = mode
-        #: join of the path conditions of each communication callee
-        self._comm: dict[str, tuple[int, frozenset[ast.AST], ast.expr]] = {}
+        #: each communication effect met (see :class:`CommEffect`): the join of the path
+        #: conditions it happens under, their origins, its first call and its name there
+        self._comm: dict[CommEffect, tuple[int, frozenset[ast.AST], ast.expr, str]] = {}
+        #: how many loops (and comprehensions) the statement is in
+        self.loops = 0
+        #: the stream forward work is issued on (``with torch.cuda.stream(s):``), or None
+        self.stream: object = None
 
     # -- entry ----------------------------------------------------------------------------
     def run(self) -> FunctionResult:
@@ -248,14 +279,20 @@ class Interpreter:
             for arg in self.info.params:
                 env.set(arg.arg, self._parameter(arg, seeds, supplied))
         self._block(body, env)
-        fast_paths = [(n.lineno, n.col_offset, o) for b, o, n in self._comm.values() if self.bdd.forced_off_by_grad(b)]
-        for callee, (bdd, origins, node) in self._comm.items():
-            if any(p[:2] < (node.lineno, node.col_offset) and p[2] & origins for p in fast_paths):
-                # the default path after a no-grad fast path chosen by the same reads
-                # (`if not (grad and ...): return fast_collective(x)` then `collective(x)`):
-                # the opposite polarity, correct
+        fast_paths = [
+            (n.lineno, n.col_offset, o, effect.ops)
+            for effect, (b, o, n, _) in self._comm.items()
+            if self.bdd.forced_off_by_grad(b)
+        ]
+        for effect, (bdd, origins, node, name) in self._comm.items():
+            if any(
+                p[:2] < (node.lineno, node.col_offset) and p[2] & origins and p[3] != effect.ops for p in fast_paths
+            ):
+                # the default path after a no-grad fast path of another operation chosen
+                # by the same reads (`if not (grad and ...): return fast_collective(x)`
+                # then `collective(x)`): the opposite polarity, correct
                 continue
-            self._record("comm", callee, Value(bdd, origins), node, key=("comm", callee))
+            self._record("comm", name, Value(bdd, origins), node, key=("comm", effect))
         return self.result
 
     def _parameter(self, arg: ast.arg, seeds: dict[str, Value], supplied: set[str]) -> Value:
@@ -355,7 +392,7 @@ class Interpreter:
         elif isinstance(s, (ast.Break, ast.Continue)):
             return "jump"
         elif isinstance(s, (ast.With, ast.AsyncWith)):
-            fixed = self.grad_fixed
+            fixed, stream = self.grad_fixed, self.stream
             for item in s.items:
                 self.eval(item.context_expr, env)
                 if item.optional_vars is not None:
@@ -363,10 +400,13 @@ class Interpreter:
                 mode = self._grad_mode_set_by(item.context_expr)
                 if mode is not None:
                     self.grad_fixed = mode
+                chosen = self._stream_entered(item.context_expr, env)
+                if chosen is not None:
+                    self.stream = chosen
             try:
                 return self._block(s.body, env)
             finally:
-                self.grad_fixed = fixed
+                self.grad_fixed, self.stream = fixed, stream
         elif isinstance(s, (ast.Try, ast.TryStar)):
             return self._try(s, env)
         elif isinstance(s, ast.Match):
@@ -385,6 +425,10 @@ class Interpreter:
                 if self.c.is_flag(arg.arg):  # a flag's default is a flag set
                     self._record("flag", arg.arg, value, s, key=("flag-default", arg.arg, id(default)))
             info = self.index.by_node.get(s)
+            if info is not None and self.info is not None:
+                captured = {k: v for k, v in env.values.items() if "." not in k and self._held(v)}
+                if captured or info.qualname in self.c.closures:
+                    self.c.closures[info.qualname] = captured
             env.bind_name(
                 s.name,
                 Value(TRUE, ident=("function", info.qualname), function=FunctionRef(info.qualname))
@@ -405,6 +449,51 @@ class Interpreter:
                 if deleted is not None:
                     env.remove(deleted)
         return None
+
+    def _chosen_callee(self, node: ast.Call, callee: Value) -> None:
+        """A call whose function grad mode chooses (``fn = fused if grad else reference;
+        fn(x)``) is a decision, unless the function taken without grad is one that has
+        no backward, named for inference, decoding or a fast path, or the one taken with
+        grad is the autograd wrapper of the same computation (the opposite polarity)."""
+        branches = callee.alternatives
+        if not branches or not self.bdd.depends_on_grad(callee.bdd):
+            return
+        with_grad = [callee_label(v) for c, v in branches if self.bdd.grad_on(c) != FALSE]
+        without = [callee_label(v) for c, v in branches if self.bdd.grad_off(c) != FALSE]
+        if not all(with_grad + without) or set(with_grad) == set(without):
+            return
+        if any(_NO_BACKWARD_PATH.search(n) for n in without) or any(_AUTOGRAD_PATH.search(n) for n in with_grad):
+            return
+        name = "/".join(dict.fromkeys(with_grad + without))
+        self._record("callee", name, Value(callee.bdd, callee.origins), node, key=("callee", id(node)))
+
+    def _kernel_keyword(self, func: ast.expr, keyword: str) -> bool:
+        """Is ``keyword`` an argument by which the called function computes the forward,
+        not autograd's bookkeeping (``requires_grad=``, ``columnwise=``, ``use_reentrant=``),
+        a grad-mode pass-through (``is_grad_enabled=``) or a record's field?"""
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if _NOT_KERNELS.match(last) or last in self.index.classes or last[:1].isupper():
+            return False
+        # a function an import names (`torch.topk`, `F.dropout`, `flash_attn_func`), not
+        # a method of a receiver nothing says the kind of
+        root = (dotted(func) or "").split(".", 1)[0]
+        if root not in self.aliases:
+            return False
+        return keyword not in self.c.grad_names and not _BOOKKEEPING_KEYWORDS.search(keyword)
+
+    def _stream_entered(self, node: ast.expr, env: Environment) -> object:
+        """The stream ``with node:`` issues work on (``torch.cuda.stream(s)``), as an
+        identity; a stream chosen by grad mode is a decision. None: not a stream."""
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _STREAM_CONTEXTS
+            and len(node.args) == 1
+        ):
+            return None
+        value = self.eval(node.args[0], env)
+        self._record("selection", "stream", value, node, key=("selection", "stream", id(node)))
+        return value.ident if value.ident is not None else ("v", value.bdd)
 
     def _control(self, value: Value) -> Value:
         """A value assigned under a path condition depends on it too."""
@@ -505,8 +594,10 @@ class Interpreter:
         if a.items is not None and b.items is not None and len(a.items) == len(b.items):
             items = tuple(self._join_values(c, c_origins, x, y) for x, y in zip(a.items, b.items))
         alternatives = None
-        if (a.function != b.function and (a.function or b.function)) or (
-            a.items != b.items and (a.items is not None or b.items is not None)
+        if (
+            (a.function != b.function and (a.function or b.function))
+            or (a.items != b.items and (a.items is not None or b.items is not None))
+            or (a.ident != b.ident and _callable_ident(a.ident) and _callable_ident(b.ident))
         ):
             branches = (*self._alternatives(a, c), *self._alternatives(b, self.bdd.negate(c)))
             alternatives = branches if len(branches) <= _MAX_ALTERNATIVES else None
@@ -537,7 +628,11 @@ class Interpreter:
         saved = self.pc, self.pc_origins
         self.pc = self.bdd.conj(self.pc, test.bdd)
         self.pc_origins = self.pc_origins | test.origins
-        ended = self._block(s.body, body_env)
+        self.loops += 1
+        try:
+            ended = self._block(s.body, body_env)
+        finally:
+            self.loops -= 1
         self.pc, self.pc_origins = saved
         if ended not in ("return", "raise"):
             env.update(self._join_envs(test.bdd, test.origins, body_env, env, body_env.written))
@@ -709,6 +804,11 @@ class Interpreter:
         """A name the function does not bind: a module function or class, an import, a
         closure's variable (seen with the enclosing function's parameters), a global."""
         name = node.id
+        if ".<locals>." in self.qualname:
+            self.result.reads.add(("closures", self.qualname))
+            captured = self.c.closures.get(self.qualname, {}).get(name)
+            if captured is not None:
+                return captured
         if name in self.index.functions and self.index.functions[name].owner is None:
             return Value(TRUE, ident=("function", name), function=FunctionRef(name))
         if name in self.index.classes:
@@ -961,6 +1061,47 @@ class Interpreter:
                     return Value(TRUE, ident=("grad-function", polarity))
         return self._opaque(("lambda", id(node)))
 
+    def _e_ListComp(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp, env: Environment) -> Value:
+        """A comprehension as the loop it is: its filters a path condition over the
+        element (``[all_reduce(x, async_op=True) for x in xs if grad]``); its value one
+        representative element under the filters (``any(grad and l.overlap for l in ls)``)."""
+        return self._comprehension(node.generators, (node.elt,), env)
+
+    _e_SetComp = _e_ListComp
+    _e_GeneratorExp = _e_ListComp
+
+    def _e_DictComp(self, node: ast.DictComp, env: Environment) -> Value:
+        return self._comprehension(node.generators, (node.key, node.value), env)
+
+    def _comprehension(
+        self, generators: list[ast.comprehension], elements: tuple[ast.expr, ...], env: Environment
+    ) -> Value:
+        inner = env.copy()
+        saved = self.pc, self.pc_origins
+        condition, origins = TRUE, frozenset[ast.AST]()
+        self.loops += 1
+        try:
+            for generator in generators:
+                iterable = self.eval(generator.iter, inner)
+                origins |= iterable.origins
+                self._bind(generator.target, self._opaque(("item", id(generator)), iterable.origins), inner, self.statement or generator)  # type: ignore[arg-type]
+                for test in generator.ifs:
+                    tested = self.eval(test, inner)
+                    condition = self.bdd.conj(condition, tested.bdd)
+                    origins |= tested.origins
+                    self.pc = self.bdd.conj(self.pc, tested.bdd)
+                    self.pc_origins = self.pc_origins | tested.origins
+            values = [self.eval(e, inner) for e in elements]
+        finally:
+            self.loops -= 1
+            self.pc, self.pc_origins = saved
+        element = values[-1]
+        return Value(
+            self.bdd.conj(condition, element.bdd),
+            origins | frozenset().union(*(v.origins for v in values)),
+            ident=("comprehension", id(elements[0])),
+        )
+
     def _e_Starred(self, node: ast.Starred, env: Environment) -> Value:
         return self.eval(node.value, env)
 
@@ -982,6 +1123,7 @@ class Interpreter:
         grad = self._grad_source(node, callee, args)
         if grad is not None:
             return grad
+        self._chosen_callee(node, callee)
         bound = tuple((k, v) for k, v in keywords if k)
         builtin = self._builtin(node, args, origins, receiver, bound)
         if builtin is not None:
@@ -1248,6 +1390,8 @@ class Interpreter:
             for value in args[1:]:
                 bdd = combine(bdd, value.bdd)
             return Value(bdd, origins)
+        if name in ("any", "all") and len(node.args) == 1 and isinstance(node.args[0], ast.GeneratorExp):
+            return replace(args[0], ident=None)  # one representative element, under the filters
         if name in ("any", "all") and len(args) == 1 and args[0].items is not None:
             combine = self.bdd.conj if name == "all" else self.bdd.disj
             bdd = TRUE if name == "all" else FALSE
@@ -1311,8 +1455,9 @@ class Interpreter:
                 if resolved is not None
                 else (dotted(func) or (func.attr if isinstance(func, ast.Attribute) else "call"))
             )
-            bdd, origins, first = self._comm.get(name, (FALSE, frozenset(), node))
-            self._comm[name] = (self.bdd.disj(bdd, self.pc), origins | self.pc_origins, first)
+            effect = self._comm_effect(func, resolved, elsewhere or [], node, keywords)
+            bdd, origins, first, first_name = self._comm.get(effect, (FALSE, frozenset(), node, name))
+            self._comm[effect] = (self.bdd.disj(bdd, self.pc), origins | self.pc_origins, first, first_name)
             if resolved is None and not decided_inside:  # a function we see decides on its arguments inside
                 for keyword, value in _expanded(keywords):
                     kind = "selection" if _SELECTION_KEYWORDS.search(keyword) else "comm-option"
@@ -1325,6 +1470,10 @@ class Interpreter:
                 self._record("flag", keyword, value, node, key=("flag-keyword", keyword, id(node)))
             elif _MODE_KEYWORDS.match(keyword) and not seen:
                 self._record("mode", keyword, value, node, key=("mode", keyword, id(node)))
+            elif not seen and not comm and self._kernel_keyword(func, keyword):
+                # an argument of a kernel that no visible body takes apart (`torch.topk(...,
+                # sorted=grad)`): the forward computes differently
+                self._record("kernel-option", keyword, value, node, key=("kernel-option", keyword, id(node)))
         known = _MODE_POSITIONS.get(qualify(dotted(func) or "", self.aliases))
         if (
             known is not None
@@ -1353,6 +1502,31 @@ class Interpreter:
                 self.bdd.conj(runs, mode) if on else runs, self.pc_origins | (args[0].origins if args else frozenset())
             )
             self._record("mode-switch", f".{func.attr}()", value, node, key=("mode-switch", id(node)))
+
+    def _comm_effect(
+        self,
+        func: ast.expr,
+        resolved: tuple[str, int] | None,
+        elsewhere: list[Callee],
+        node: ast.Call,
+        keywords: list[tuple[str | None, Value]],
+    ) -> CommEffect:
+        """What a communication call does, as two calls are compared: the operations it
+        reaches, its constant options, the group and stream it uses, in a loop or not."""
+        if resolved is not None and resolved[0] in self.index.functions:
+            ops = self.index.comm_ops(resolved[0]) or frozenset({op_name(func)})
+        elif elsewhere:
+            ops = frozenset(c.qualname.rsplit(".", 1)[-1].lstrip("_") for c in elsewhere)
+        else:
+            ops = frozenset({op_name(func)})
+        options: list[tuple[str, object]] = []
+        for keyword, value in _expanded(keywords):
+            argument = next((k.value for k in node.keywords if k.arg == keyword), None)
+            if isinstance(argument, ast.Constant):
+                options.append((keyword, repr(argument.value)))
+            elif _SELECTION_KEYWORDS.search(keyword) or keyword == "stream":
+                options.append((keyword, value.ident if value.ident is not None else ("v", value.bdd)))
+        return CommEffect(ops, frozenset(options), self.loops > 0, self.stream)
 
     def _call_module_function(
         self,
@@ -1453,6 +1627,21 @@ class Interpreter:
 
 #: items of a forwarded ``*args`` a summary follows
 _FORWARDED_ITEMS = 8
+
+
+def _callable_ident(ident: object) -> bool:
+    """Does ``ident`` name what may be a function (a global, an attribute, a function)?"""
+    return isinstance(ident, tuple) and bool(ident) and ident[0] in ("global", "attr", "function")
+
+
+def callee_label(value: Value) -> str:
+    """The name a chosen callee goes by (``fused_linear``, ``self.ref_fn``: its last part)."""
+    if value.function is not None:
+        return value.function.qualname.rsplit(".", 1)[-1]
+    ident = value.ident
+    if isinstance(ident, tuple) and ident and isinstance(ident[-1], str):
+        return ident[-1]
+    return ""
 
 
 def _is_vararg(value: Value, info: FunctionInfo | None) -> bool:

@@ -15,7 +15,8 @@ import ast
 
 from ..records import record
 from .bdd import Manager
-from .interpret import ANY_WAY_KINDS, FunctionResult, pure_grad_values
+from .decisions import kind_of
+from .interpret import FunctionResult, pure_grad_values
 from .values import Place, Value
 
 
@@ -103,14 +104,14 @@ def summarise(
     the shown steps (the column as ast gives it)."""
     effects: list[tuple[str, Effect]] = []
     for decision in result.decisions:
-        any_way = decision.kind in ANY_WAY_KINDS
+        any_way = kind_of(decision.kind).any_way
         for var in bdd.params_in(decision.bdd):
             polarity = bdd.monotone(decision.bdd, var)
             if polarity is None or (polarity == 0 and not any_way):
                 continue
             line, column = getattr(decision.node, "lineno", 0), getattr(decision.node, "col_offset", 0)
             step = place(
-                line, column, f"decides `{decision.name}` here ({_KIND_WORDS.get(decision.kind, decision.kind)})"
+                line, column, f"decides `{decision.name}` here ({kind_of(decision.kind).words})"
             )
             effects.append(
                 (bdd.param_vars[var][2], Effect(decision.kind, decision.name, 0 if any_way else polarity, (step,)))
@@ -168,15 +169,6 @@ def summarise(
     return FunctionSummary(positional, keyword_only, tuple(effects), tuple(links), returns_grad, frozenset(chooses))
 
 
-_KIND_WORDS = {
-    "flag": "a forward communication flag",
-    "comm": "whether a forward collective runs",
-    "comm-option": "an option of a forward collective",
-    "selection": "the process group of a forward collective",
-    "mode": "a kernel's training mode",
-    "mode-switch": "a module's train/eval switch",
-    "mode-selector": "a selector by train/eval mode",
-}
 
 
 def part_of(argument: str, item: int | str | None) -> str:
