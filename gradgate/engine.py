@@ -287,6 +287,16 @@ class _Analysis:
                 if decision.kind in rule.DECISIONS and rule.judge(decision, bdd):
                     for entry in rule.entries(self.model, decision):
                         by_origin.setdefault((rule.CODE, entry.origin), []).append(entry)
+        # a read that gates a communication path and, through it, a kernel's argument (TE's
+        # `ub=` of the GEMM, chosen by the overlap flag) is one finding: the numerics
+        # kinds give way to any other kind reported at the same read
+        deciding = {o for (_, o), entries in by_origin.items() if any(not _numerics(e) for e in entries)}
+        for key in [k for k, entries in by_origin.items() if k[1] in deciding]:
+            kept = [e for e in by_origin[key] if not _numerics(e)]
+            if kept:
+                by_origin[key] = kept
+            else:
+                del by_origin[key]
         targets = {origin: self._target(origin, entries[0]) for (_, origin), entries in by_origin.items()}
         fixed_too = frozenset(t for t, _ in targets.values())
         for (code, origin), entries in by_origin.items():
@@ -489,6 +499,11 @@ class _Analysis:
                 new_body = new_body.replace("\n", "\r")  # lone-CR lines: LibCST's new ones too
             lines[snippet.first - 1 : snippet.last] = [new_body]
         return "".join(lines), [f for _, f in plans], cst_lines
+
+
+def _numerics(entry: Entry) -> bool:
+    """Is the entry's decision a choice of numerics (a kernel's argument, the callee)?"""
+    return kind_of(entry.decision.kind).intent == "numerics" and entry.decision.kind != "function-forward-read"
 
 
 def _edit(old: str, new: str) -> Edit:

@@ -40,7 +40,7 @@ _MODE_SWITCHES = {"train": True, "eval": False}
 #: a function named for a path that has no backward: taking it without grad is correct
 _NO_BACKWARD_PATH = re.compile(r"(?i)infer|decod|eval|fast|no_?grad|no_?backward|graph|generat|predict|serv|cached")
 #: a function named as autograd's wrapper of a computation
-_AUTOGRAD_PATH = re.compile(r"(?i)^apply$|autograd|differentiable|with_grad|_fn$|function$|train")
+_AUTOGRAD_PATH = re.compile(r"(?i)^apply$|autograd|differentiable|with_grad")
 #: keyword arguments that serve autograd or bookkeeping, not the forward's numerics
 _BOOKKEEPING_KEYWORDS = re.compile(
     r"grad|backward|bwd|save|keep|retain|cache|ctx|columnwise|rowwise|usage|reentrant|rng|track|graph|hook"
