@@ -156,7 +156,11 @@ class Project:
         found = None
         if name and all(p.isidentifier() for p in name.split(".")):
             relative = name.replace(".", os.sep)
-            for root in self.roots:
+            top = name.split(".", 1)[0]
+            # a root that is a namespace package's folder (PEP 420: `megatron/` holds no
+            # `__init__.py`, `megatron.core` does) is found from the folder above it too
+            roots = [*self.roots, *(os.path.dirname(r) for r in self.roots if os.path.basename(r) == top)]
+            for root in roots:
                 for candidate in (os.path.join(root, relative + ".py"), os.path.join(root, relative, "__init__.py")):
                     if os.path.isfile(candidate):
                         found = candidate
