@@ -165,9 +165,12 @@ def run_gradgate(gradgate: list[str], result: Result, root: Path) -> None:
         result.error = f"{package.name}: gradgate exited {done.returncode}: {done.stderr.strip()[-2000:]}"
         return
     try:
-        items = json.loads(done.stdout) if done.stdout.strip() else []
+        items = json.loads(done.stdout)
     except json.JSONDecodeError as error:
-        result.error = f"{package.name}: gradgate's output is not JSON ({error})"
+        result.error = f"{package.name}: gradgate's output is not JSON ({error}): {done.stderr.strip()[-2000:]}"
+        return
+    if not isinstance(items, list):
+        result.error = f"{package.name}: gradgate's JSON output is not a list of findings"
         return
     kept = []
     for item in items:

@@ -91,6 +91,41 @@ DEFAULT_NON_FORWARD_FUNCTIONS: tuple[str, ...] = (
 UNUSED_SUPPRESSION_CODE = "GG100"
 
 
+class GradSources:
+    """The one registry of where grad mode comes from, which every layer asks: the
+    bytes pre-filter (:meth:`tokens`), the model's choice of functions to interpret
+    (:meth:`words`), the interpreter (:meth:`polarity`, :meth:`is_carrier_name`) and the
+    cross-module exports (what a function returning grad mode reads). Built from a
+    configuration's ``grad-mode-functions``, ``inference-mode-functions`` and
+    ``grad-mode-names``."""
+
+    def __init__(self, grad_functions: tuple[str, ...], inference_functions: tuple[str, ...], names: tuple[str, ...]):
+        #: qualified function -> 1 (grad mode) or -1 (its negation: inference mode)
+        self.functions: dict[str, int] = {**{q: -1 for q in inference_functions}, **{q: 1 for q in grad_functions}}
+        #: names that carry grad mode by their spelling (TE's ``is_grad_enabled``)
+        self.names = frozenset(names)
+
+    def polarity(self, qualified: str) -> int | None:
+        """1 for a grad-mode function (``torch.is_grad_enabled``), -1 for an inference-mode
+        one, None for anything else."""
+        return self.functions.get(qualified)
+
+    def is_carrier_name(self, name: str) -> bool:
+        return name in self.names
+
+    def words(self) -> frozenset[str]:
+        """The words a text must spell to read grad mode: the sources' last names and
+        the carrier names."""
+        return frozenset({q.rsplit(".", 1)[-1] for q in self.functions} | self.names)
+
+    def tokens(self, also: tuple[str, ...] = ()) -> tuple[bytes, ...]:
+        """:meth:`words` (and ``also``) as byte strings, less a word holding another
+        (``is_grad_enabled`` holds ``grad_enabled``): the other finds every file it would."""
+        names = {*self.words(), *also}
+        kept = {n for n in names if not any(other != n and other in n for other in names)}
+        return tuple(sorted(n.encode() for n in kept))
+
+
 class ConfigError(ValueError):
     """A configuration value is invalid (unknown rule code, bad pattern, ...)."""
 
@@ -229,12 +264,12 @@ class Config:
 
     @cached_property
     def _prefilter_tokens(self) -> tuple[bytes, ...]:
-        names = {q.rsplit(".", 1)[-1] for q in (*self.grad_functions, *self.inference_functions)}
-        names.update(self.grad_names)
-        if self.reports_unused_suppressions:
-            names.add("gradgate:")
-        kept = {n for n in names if not any(other != n and other in n for other in names)}
-        return tuple(sorted(n.encode() for n in kept))
+        return self.sources.tokens(("gradgate:",) if self.reports_unused_suppressions else ())
+
+    @cached_property
+    def sources(self) -> GradSources:
+        """Where grad mode comes from, for every layer (:class:`GradSources`)."""
+        return GradSources(self.grad_functions, self.inference_functions, self.grad_names)
 
     def fingerprint(self) -> str:
         """A digest of every setting (its fields are strings, tuples of them and None)."""

@@ -323,7 +323,7 @@ class _Analysis:
         if not (held or _TRAINING_WORD.match(read)) or read in ("is_grad_enabled", "grad_enabled"):
             return None
         function = self.model.index.functions.get(entry.decision.function)
-        if function is None or function.owner is None or not function.positional[:1] == ["self"]:
+        if function is None or function.owner is None or function.positional[:1] != ["self"]:
             return None
         return "self.training"
 

@@ -105,10 +105,9 @@ class ModuleAnalysis:
 
     def _run(self) -> None:
         config = self.config
-        words = {q.rsplit(".", 1)[-1] for q in (*config.grad_functions, *config.inference_functions)}
-        words |= set(config.grad_names) | self.project.grad_returning_names()
-        grad_functions = {*config.grad_functions, *config.inference_functions}
-        words |= {name for name, target in self.index.aliases.items() if target in grad_functions}
+        sources = config.sources
+        words = set(sources.words()) | self.project.grad_returning_names()
+        words |= {name for name, target in self.index.aliases.items() if sources.polarity(target) is not None}
         #: the summaries after each batch of interpretations, and which of them each
         #: result was computed with
         states = [self._context_state()]

@@ -53,9 +53,7 @@ def kinds() -> tuple[DecisionKind, ...]:
 FLAG = register(DecisionKind("flag", False, "a forward communication flag", "performance"))
 COMM = register(DecisionKind("comm", False, "whether a forward collective runs", "performance"))
 COMM_OPTION = register(DecisionKind("comm-option", False, "an option of a forward collective", "performance"))
-SELECTION = register(
-    DecisionKind("selection", True, "the process group of a forward collective", "performance")
-)
+SELECTION = register(DecisionKind("selection", True, "the process group of a forward collective", "performance"))
 MODE = register(DecisionKind("mode", False, "a kernel's training mode", "training"))
 KERNEL_OPTION = register(DecisionKind("kernel-option", False, "an argument of a forward kernel", "numerics"))
 CALLEE = register(DecisionKind("callee", True, "the function computing the forward", "numerics"))

@@ -48,7 +48,9 @@ def describe(
             f"{decision.function}: {decision.kind} `{decision.name}`{_effect(decision)} "
             f"line {getattr(decision.node, 'lineno', 0)}: {verdict}" + (f" (reads {where})" if where else "")
         )
-        lines.append(((getattr(decision.node, "lineno", 0), getattr(decision.node, "col_offset", 0), text_line), text_line))
+        lines.append(
+            ((getattr(decision.node, "lineno", 0), getattr(decision.node, "col_offset", 0), text_line), text_line)
+        )
     return [t for _, t in sorted(set(lines))]
 
 

@@ -195,9 +195,8 @@ class Context:
         self.module = module
         self.hints = module.hints if module is not None else TypeHints(index, "")
         config = index.config
-        self.grad_functions = frozenset(config.grad_functions)
-        self.inference_functions = frozenset(config.inference_functions)
-        self.grad_names = frozenset(config.grad_names)
+        self.sources = config.sources
+        self.grad_names = self.sources.names
         #: param values every resolved call site agrees on: qualname -> name -> value
         self.seeds: dict[str, dict[str, Value]] = {}
         #: params with at least one resolved call site (spelling no longer decides)
@@ -814,8 +813,9 @@ class Interpreter:
         if name in self.index.classes:
             return Value(TRUE, ident=("class", name), function=FunctionRef(name))
         qualified = qualify(name, self.aliases)
-        if qualified in self.c.grad_functions or qualified in self.c.inference_functions:
-            return Value(TRUE, ident=("grad-function", 1 if qualified in self.c.grad_functions else -1))
+        polarity = self.c.sources.polarity(qualified)
+        if polarity is not None:
+            return grad_function(polarity)
         if self.c.project is not None and name in self.aliases:  # maybe a function of another module
             return replace(self._opaque(("global", name)), function=FunctionRef(qualified, external=True))
         if self.c.summarising and ".<locals>." in self.qualname:
@@ -863,8 +863,9 @@ class Interpreter:
         if path is None:
             return None
         qualified = qualify(path, self.aliases)
-        if qualified in self.c.grad_functions or qualified in self.c.inference_functions:
-            return Value(TRUE, ident=("grad-function", 1 if qualified in self.c.grad_functions else -1))
+        polarity = self.c.sources.polarity(qualified)
+        if polarity is not None:
+            return grad_function(polarity)
         if path in env.values:
             return self._read(env.values[path], node)
         return None
@@ -1055,10 +1056,9 @@ class Interpreter:
     def _e_Lambda(self, node: ast.Lambda, env: Environment) -> Value:
         body = node.body
         if not node.args.args and isinstance(body, ast.Call) and not body.args and not body.keywords:
-            target = qualify(dotted(body.func) or "", self.aliases)
-            for polarity, names in ((1, self.c.grad_functions), (-1, self.c.inference_functions)):
-                if target in names:  # `lambda: torch.is_grad_enabled()`: the function itself
-                    return Value(TRUE, ident=("grad-function", polarity))
+            polarity = self.c.sources.polarity(qualify(dotted(body.func) or "", self.aliases))
+            if polarity is not None:  # `lambda: torch.is_grad_enabled()`: the function itself
+                return grad_function(polarity)
         return self._opaque(("lambda", id(node)))
 
     def _e_ListComp(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp, env: Environment) -> Value:
@@ -1084,7 +1084,12 @@ class Interpreter:
             for generator in generators:
                 iterable = self.eval(generator.iter, inner)
                 origins |= iterable.origins
-                self._bind(generator.target, self._opaque(("item", id(generator)), iterable.origins), inner, self.statement or generator)  # type: ignore[arg-type]
+                self._bind(
+                    generator.target,
+                    self._opaque(("item", id(generator)), iterable.origins),
+                    inner,
+                    self.statement or generator,
+                )  # type: ignore[arg-type]
                 for test in generator.ifs:
                     tested = self.eval(test, inner)
                     condition = self.bdd.conj(condition, tested.bdd)
@@ -1319,7 +1324,7 @@ class Interpreter:
             return Value(constant, ident=("const", bool(constant)))
         if isinstance(ident, tuple) and ident and ident[0] == "grad-function" and not node.args:
             polarity = int(ident[1])
-            text = dotted(node.func) or "grad mode"
+            text = dotted(node.func) or _spelled_source(node.func)
             step = Step(node.lineno, node.col_offset, f"grad mode captured: `{text}()`")
             value = self._read(self._grad(polarity, node, step), node)
             if self.info is not None and self.info.autograd_forward:
@@ -1335,26 +1340,6 @@ class Interpreter:
                     )
                 )
             return value
-        func = node.func
-        if (
-            isinstance(func, ast.Call)
-            and isinstance(func.func, ast.Name)
-            and func.func.id == "getattr"
-            and len(func.args) >= 2
-            and isinstance(func.args[1], ast.Constant)
-            and isinstance(func.args[1].value, str)
-        ):
-            owner = dotted(func.args[0])
-            if owner is not None:
-                qualified = f"{qualify(owner, self.aliases)}.{func.args[1].value}"
-                for polarity, names in ((1, self.c.grad_functions), (-1, self.c.inference_functions)):
-                    if qualified in names:
-                        step = Step(
-                            node.lineno,
-                            node.col_offset,
-                            f"grad mode captured: `getattr(..., {func.args[1].value!r})()`",
-                        )
-                        return self._read(self._grad(polarity, node, step), node)
         return None
 
     def _builtin(
@@ -1379,11 +1364,11 @@ class Interpreter:
             and isinstance(node.args[1].value, str)
         ):
             owner = dotted(node.args[0])
-            if owner is not None:
-                qualified = f"{qualify(owner, self.aliases)}.{node.args[1].value}"
-                for polarity, names in ((1, self.c.grad_functions), (-1, self.c.inference_functions)):
-                    if qualified in names:
-                        return Value(TRUE, ident=("grad-function", polarity))
+            polarity = (
+                self.c.sources.polarity(f"{qualify(owner, self.aliases)}.{node.args[1].value}") if owner else None
+            )
+            if polarity is not None:
+                return grad_function(polarity)
         if name in ("min", "max") and len(args) >= 2 and not node.keywords:
             combine = self.bdd.conj if name == "min" else self.bdd.disj
             bdd = args[0].bdd
@@ -1627,6 +1612,19 @@ class Interpreter:
 
 #: items of a forwarded ``*args`` a summary follows
 _FORWARDED_ITEMS = 8
+
+
+def grad_function(polarity: int) -> Value:
+    """The value of a grad-mode source function itself (called, it reads grad mode)."""
+    return Value(TRUE, ident=("grad-function", polarity))
+
+
+def _spelled_source(func: ast.expr) -> str:
+    """How a source called through an expression reads (``getattr(torch, 'is_grad_enabled')``)."""
+    if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.args:
+        name = func.args[1].value if len(func.args) > 1 and isinstance(func.args[1], ast.Constant) else "..."
+        return f"getattr(..., {name!r})"
+    return "grad mode"
 
 
 def _callable_ident(ident: object) -> bool:

@@ -671,7 +671,7 @@ def _parameter(module: ModuleFile, qualname: str, slot: int | str, skip: int, it
     else:
         known = slot in info.positional or any(a.arg == slot for a in args.kwonlyargs)
         name = slot if known else None
-    if name is None or name in module.index.config.grad_names:
+    if name is None or module.index.config.sources.is_carrier_name(name):
         return None
     if item is None:
         return name

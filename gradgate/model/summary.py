@@ -110,9 +110,7 @@ def summarise(
             if polarity is None or (polarity == 0 and not any_way):
                 continue
             line, column = getattr(decision.node, "lineno", 0), getattr(decision.node, "col_offset", 0)
-            step = place(
-                line, column, f"decides `{decision.name}` here ({kind_of(decision.kind).words})"
-            )
+            step = place(line, column, f"decides `{decision.name}` here ({kind_of(decision.kind).words})")
             effects.append(
                 (bdd.param_vars[var][2], Effect(decision.kind, decision.name, 0 if any_way else polarity, (step,)))
             )
@@ -167,8 +165,6 @@ def summarise(
         for v in bdd.params_in(b)
     }
     return FunctionSummary(positional, keyword_only, tuple(effects), tuple(links), returns_grad, frozenset(chooses))
-
-
 
 
 def part_of(argument: str, item: int | str | None) -> str:
