@@ -216,6 +216,7 @@ class Config:
         return re.compile("|".join(f"(?:{p})" for p in self.non_forward_functions) or r"(?!)")
 
     def is_forward_comm_call(self, name: str) -> bool:
+        name = name.lstrip("_") or name  # `_broadcast_coalesced` is a broadcast
         return (
             bool(self._comm_call_re.search(name))
             and not self.backward_call_re.search(name)

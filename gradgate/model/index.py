@@ -233,7 +233,8 @@ class ModuleIndex:
         self.tree = tree
         self.config = config
         self.package = package
-        self.aliases = import_aliases(tree.body, package)
+        # imports in the module's blocks too (`try: from torch._C import is_grad_enabled as g`)
+        self.aliases = import_aliases(own_statements(tree.body), package)
         self._aliases: dict[str, dict[str, str]] = {}
         self.functions: dict[str, FunctionInfo] = {}
         self.by_node: dict[ast.AST, FunctionInfo] = {}

@@ -1,0 +1,92 @@
+# Copyright (c) Microsoft Corporation.
+# SPDX-License-Identifier: Apache-2.0
+
+# DeepSpeed Team
+"""Fused transformer layer (trimmed from deepspeed/ops/transformer/transformer.py)."""
+import torch
+from torch import nn
+from torch.autograd import Function
+
+from deepspeed.ops.op_builder import StochasticTransformerBuilder, TransformerBuilder
+
+transformer_cuda_module = None
+stochastic_transformer_cuda_module = None
+
+
+class DeepSpeedTransformerConfig:
+
+    def __init__(self, layer_id=-1, hidden_dropout_ratio=-1, attn_dropout_ratio=-1, fp16=False,
+                 pre_layer_norm=True, normalize_invertible=False, gelu_checkpoint=False,
+                 attn_dropout_checkpoint=False, stochastic_mode=False, training=True):
+        self.layer_id = layer_id
+        self.hidden_dropout_ratio = hidden_dropout_ratio
+        self.attn_dropout_ratio = attn_dropout_ratio
+        self.fp16 = fp16
+        self.pre_layer_norm = pre_layer_norm
+        self.normalize_invertible = normalize_invertible
+        self.gelu_checkpoint = gelu_checkpoint
+        self.attn_dropout_checkpoint = attn_dropout_checkpoint
+        self.stochastic_mode = stochastic_mode
+        self.training = training
+        self.is_grad_enabled = True
+
+
+class DeepSpeedTransformerFunction(Function):
+
+    @staticmethod
+    def forward(ctx, input, input_mask, self, layer_id, attn_qkvw, attn_qkvb, attn_ow, attn_ob, attn_nw, attn_nb,
+                inter_w, inter_b, output_w, output_b, norm_w, norm_b, config):
+
+        cuda_module = stochastic_transformer_cuda_module if config.stochastic_mode else transformer_cuda_module
+        forward_func = cuda_module.forward_fp16 if config.fp16 else cuda_module.forward_fp32
+
+        (output, inp_norm, qkv_tf, soft_inp, ctx_bufB, attn_o_inp, add_res, ff1_inp, gelu_inp, ff2_inp,
+         attn_prob_dropout_mask, attn_output_dropout_mask, layer_output_dropout_mask, attn_layer_norm_var,
+         attn_layer_norm_mean, layer_norm_var, layer_norm_mean) = forward_func(
+             config.layer_id, input, input_mask, attn_qkvw, attn_qkvb, attn_ow, attn_ob, attn_nw, attn_nb, inter_w,
+             inter_b, output_w, output_b, norm_w, norm_b,
+             config.training and config.is_grad_enabled,
+             config.pre_layer_norm, config.attn_dropout_checkpoint, config.normalize_invertible,
+             config.gelu_checkpoint)
+
+        if config.is_grad_enabled and config.training:
+            if (config.pre_layer_norm and config.normalize_invertible):
+                ctx.save_for_backward(input_mask, attn_qkvw, attn_qkvb, attn_ow, attn_ob, attn_nw, attn_nb, inter_w,
+                                      inter_b, output_w, output_b, norm_w, norm_b)
+            else:
+                ctx.save_for_backward(output, input, input_mask, attn_qkvw, attn_qkvb, attn_ow, attn_ob, attn_nw,
+                                      attn_nb, inter_w, inter_b, output_w, output_b, norm_w, norm_b)
+            ctx.config = config
+            ctx.inp_norm = inp_norm
+            ctx.qkv_tf = qkv_tf
+            ctx.soft_inp = soft_inp
+            ctx.attn_prob_dropout_mask = attn_prob_dropout_mask
+            ctx.attn_output_dropout_mask = attn_output_dropout_mask
+            ctx.layer_output_dropout_mask = layer_output_dropout_mask
+
+        return output
+
+
+class DeepSpeedTransformerLayer(nn.Module):
+
+    layer_id = 0
+
+    def __init__(self, config, initial_weights=None, initial_biases=None):
+        super(DeepSpeedTransformerLayer, self).__init__()
+        self.config = config
+        self.config.layer_id = DeepSpeedTransformerLayer.layer_id
+        DeepSpeedTransformerLayer.layer_id = DeepSpeedTransformerLayer.layer_id + 1
+
+        global transformer_cuda_module, stochastic_transformer_cuda_module
+        if transformer_cuda_module is None and not self.config.stochastic_mode:
+            transformer_cuda_module = TransformerBuilder().load()
+        if stochastic_transformer_cuda_module is None and self.config.stochastic_mode:
+            stochastic_transformer_cuda_module = StochasticTransformerBuilder().load()
+
+    def forward(self, hidden_states, attention_mask=None):
+        self.config.is_grad_enabled = torch.is_grad_enabled()
+        self.config.training = self.training
+        return DeepSpeedTransformerFunction.apply(hidden_states, attention_mask, self, self.config.layer_id,
+                                                  self.attn_qkvw, self.attn_qkvb, self.attn_ow, self.attn_ob,
+                                                  self.attn_nw, self.attn_nb, self.inter_w, self.inter_b,
+                                                  self.output_w, self.output_b, self.norm_w, self.norm_b, self.config)
