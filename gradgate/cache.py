@@ -209,13 +209,13 @@ class ResultCache:
 
     def _result(self, abspath: str, entry: dict, path: str) -> FileResult | None:
         try:
-            findings = tuple(Finding.from_json({**f, "path": path}) for f in entry["findings"])
+            findings = tuple(Finding.from_json(_placed(f, path)) for f in entry["findings"])
             error = entry.get("error")
             if not (error is None or isinstance(error, str)):
                 return None
             # a file the pre-filter dropped is reported as such; any other came from here
             stage = "prefilter" if entry.get("stage") == "prefilter" else "cache"
-            silenced = tuple(Finding.from_json({**f, "path": path}) for f in entry.get("suppressed", ()))
+            silenced = tuple(Finding.from_json(_placed(f, path)) for f in entry.get("suppressed", ()))
             dependencies = entry.get("dependencies", {})
             if not self._unchanged(dependencies):
                 return None  # a file its findings rest on changed: analyse it again
@@ -292,6 +292,8 @@ class ResultCache:
             for finding in found:
                 data = finding.to_json()
                 del data["path"]
+                if finding.path != result.path:  # reported in a file the result rests on
+                    data["elsewhere"] = os.path.abspath(finding.path)
                 out.append(data)
             return out
 
@@ -368,3 +370,16 @@ def _write_gitignore(directory: str) -> None:
         return
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write("# created by gradgate\n*\n")
+
+
+def _placed(data: dict, path: str) -> dict:
+    """A cached finding's data with its path: the file's (as this run shows it), or
+    where the finding is reported when that is another file (a callee's predicate)."""
+    elsewhere = data.get("elsewhere")
+    out = {k: v for k, v in data.items() if k != "elsewhere"}
+    if isinstance(elsewhere, str):
+        relative = os.path.relpath(elsewhere)
+        out["path"] = elsewhere if relative.startswith("..") else relative
+    else:
+        out["path"] = path
+    return out

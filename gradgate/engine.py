@@ -40,6 +40,7 @@ from .model.fixplan import BlockIndex, FixPlan, SourceLines, odd_layout, parent_
 from .model.lines import split_lines
 from .model.project import Project
 from .model.splice import spliced_tree
+from .model.values import Place
 from .prefilter import may_hold_findings
 from .records import record, replace
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
@@ -66,6 +67,7 @@ FIX_TITLES = {
 }
 
 #: a name that says training mode; grad mode held under one stands in for it
+_WORD = re.compile(r"[\w.]+")
 _TRAINING_WORD = re.compile(r"^(is_)?train(ing)?(_mode)?$")
 _TRAINING_HELD = re.compile(r"(held in|unpacked into) `(self\.)?(is_)?train(ing)?(_mode)?`")
 
@@ -273,7 +275,9 @@ class _Analysis:
         self._judge(rules)
         if config.reports_unused_suppressions and "gradgate:" in text:
             self.found.extend(self._unused_suppressions(text, rules))
-        self.found.sort(key=lambda f: f.finding.sort_key())
+        # one finding a place: calls from several sites into one deciding predicate
+        unique = {f.finding.sort_key(): f for f in reversed(self.found)}
+        self.found = sorted(unique.values(), key=lambda f: f.finding.sort_key())
 
     def _judge(self, rules: Sequence[type[Rule]]) -> None:
         bdd = self.model.bdd
@@ -371,6 +375,14 @@ class _Analysis:
         via = first.decision.via
         if via:  # decided in a function the call runs, maybe in another file
             steps.extend(FlowStep(p.path, p.line, p.column, p.message) for p in via)
+            call = first.decision.node
+            passed = isinstance(call, ast.Call) and any(
+                target[0] is a for a in (*call.args, *(k.value for k in call.keywords))
+            )
+            if passed:  # grad mode itself passed on: the callee's predicate decides, reported there
+                deciding = next((p for p in via if p.decides), via[-1])
+                return self._at_deciding_place(rule, message, steps, deciding)
+            # grad mode combined into what is passed (`f(async_op and grad)`): decided here
             message += f" (decided in `{via[-1].path}` at line {via[-1].line}, through the call)"
         elif any((s.line, s.column) != (line, span[1] + 1) for s in steps):  # grad mode came from elsewhere
             steps.append(FlowStep(self.path, line, span[1] + 1, f"grad mode decides `{first.decision.name}` here"))
@@ -395,6 +407,31 @@ class _Analysis:
             self.suppressed.append(replace(finding, applicability=None))
             return None
         return _Found(finding, fix_plan)
+
+    def _at_deciding_place(self, rule: type[Rule], message: str, steps: list[FlowStep], place: Place) -> _Found | None:
+        """A finding whose decision a called function makes, maybe in another file:
+        reported at that function's deciding predicate (where a person would change
+        it), with the capture and the call as its flow; report only. A suppression
+        comment on the predicate's line silences it."""
+        word = _WORD.match(place.text, max(place.column - 1, 0))
+        end = place.column + (len(word.group()) if word else 1)
+        finding = Finding(
+            path=place.path,
+            rule=rule.CODE,
+            message=message,
+            line=place.line,
+            column=place.column,
+            end_line=place.line,
+            end_column=end,
+            source_line=place.text,
+            flow=tuple(steps),
+        )
+        if suppressed(place.text, rule.CODE):
+            if place.path == self.path:
+                self.used_suppressions.add(place.line)
+            self.suppressed.append(finding)
+            return None
+        return _Found(finding, None)
 
     def _unused_suppressions(self, text: str, rules: Sequence[type[Rule]]) -> list[_Found]:
         from .config import UNUSED_SUPPRESSION_CODE

@@ -4,8 +4,10 @@ communication or a train/eval mode in another.
 Each directory under ``fixtures/xmod/`` is a small package tree checked as one run
 (``gradgate check --format json .`` from a copy of the directory). Every line ending in
 ``# GG001`` (any rule code) in any of its files must be reported with that code, and no
-other line: a finding belongs where grad mode enters the call that leads to the decision,
-never in the callee. ``pos*_`` cases hold markers, ``neg*_`` cases (correct uses) none.
+other line: a finding belongs at the deciding predicate, where grad mode is combined into
+a decision: in the caller when what it passes is already one (``f(flag and grad)``), in
+the callee (another file, maybe) when grad mode itself is passed on (issue 27).
+``pos*_`` cases hold markers, ``neg*_`` cases (correct uses) none.
 """
 
 from __future__ import annotations

@@ -53,17 +53,21 @@ def test_deepspeed_0_12_6_findings(deepspeed_0_12_6, monkeypatch):
     assert [(f.path, f.line, f.column, f.rule) for f in findings] == [
         ("deepspeed/ops/transformer/transformer.py", 166, 79, "GG003"),
         ("deepspeed/runtime/zero/parameter_offload.py", 349, 20, "GG004"),
-        ("deepspeed/runtime/zero/parameter_offload.py", 505, 64, "GG001"),
+        # DeepSpeed #4784, reported at its deciding predicate: `if self.zero_param_process_group
+        # and not forward:` picks the secondary (hpZ) group for the all-gather
+        ("deepspeed/runtime/zero/partition_parameters.py", 1122, 54, "GG001"),
     ]
     assert (
         "`get_param_coordinator(training=)` is fed grad mode here (`torch._C.is_grad_enabled()`)" in findings[1].message
     )
 
 
-def test_deepspeed_4784_is_reported_with_its_path_across_three_files(deepspeed_0_12_6, monkeypatch):
+def test_deepspeed_4784_is_reported_at_its_deciding_predicate_with_its_path_across_three_files(
+    deepspeed_0_12_6, monkeypatch
+):
     """ZeRO++ hpZ with reentrant checkpointing (DeepSpeed issue #4784): the pre-forward
     hook passes grad mode as ``forward``, and two files further the all-gather's process
-    group is chosen by ``not forward``."""
+    group is chosen by ``not forward``: reported there, checking the hook's file alone."""
     monkeypatch.chdir(deepspeed_0_12_6)
     results = run(["deepspeed/runtime/zero/parameter_offload.py"], Config(), RunOptions())
     (hpz,) = [f for r in results for f in r.findings if f.rule == "GG001"]
@@ -94,7 +98,9 @@ def test_deepspeed_4784_is_reported_with_its_path_across_three_files(deepspeed_0
             446,
             "`forward` passed on as `forward` to `Init._convert_to_deepspeed_param.<locals>.all_gather_coalesced`",
         ),
-        ("partition_parameters.py", 1163, "`forward` decides the value passed as `group` to `_dist_allgather_fn`"),
+        ("partition_parameters.py", 1122, "`forward` decides the value passed as `group` to `_dist_allgather_fn`"),
         ("partition_parameters.py", 93, "decides `group` here (the process group of a forward collective)"),
     ]
+    assert (hpz.path, hpz.line, hpz.column) == (zero + "partition_parameters.py", 1122, 54)
+    assert hpz.source_line.strip() == "if self.zero_param_process_group and not forward:"
     assert hpz.applicability is None

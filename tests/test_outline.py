@@ -163,7 +163,7 @@ def test_a_syntax_error_in_a_consulted_module_is_still_reported_for_the_module_i
 def test_a_module_of_the_run_with_a_broken_body_still_answers_for_the_files_that_consult_it(tmp_path):
     """``overlap.py`` is in the run and one of its bodies does not parse: consulted by
     ``layers.py`` before its own analysis, it was parsed whole, refused, and the finding
-    in ``layers.py`` that rests on it was lost (found when ``layers.py`` was checked
+    that rests on it (reported at its predicate in ``overlap.py``, grad mode coming from ``layers.py``) was lost (found when ``layers.py`` was checked
     alone). It is outlined instead; its own analysis reports the syntax error."""
     import shutil
 
@@ -174,7 +174,7 @@ def test_a_module_of_the_run_with_a_broken_body_still_answers_for_the_files_that
     )
     result = invoke(["check", "-j", "1", "--no-cache", "."], cwd=tmp_path / "case")
     assert result.exit_code == 2
-    assert result.stdout.splitlines()[0].startswith("tpkit/layers.py:23:48: GG001 ")
+    assert result.stdout.splitlines()[0].startswith("tpkit/overlap.py:17:79: GG001 ")  # the predicate
     assert result.stderr.splitlines()[0].startswith("error: tpkit/overlap.py: syntax error at")
 
 

@@ -76,18 +76,31 @@ def test_module_names_follow_the_packages(package: Path):
     assert module_name("pkg/__init__.py") == ("pkg", "pkg", str(package))
 
 
-def test_a_grad_mode_argument_is_reported_where_it_enters_the_call_with_its_path(package: Path):
+def test_grad_mode_passed_on_is_reported_at_the_callees_deciding_predicate_with_its_path(package: Path):
+    """Grad mode itself passed to another module's function is reported where that
+    function decides (issue 27): the read of its parameter in the predicate, with the
+    capture and the call as the flow; report only (the predicate serves every caller)."""
     findings = [f for r in run(["pkg"], Config(), RunOptions()) for f in r.findings]
-    assert [(f.path, f.line, f.column, f.rule) for f in findings] == [("pkg/a.py", 8, 31, "GG001")]
+    assert [(f.path, f.line, f.column, f.end_column, f.rule) for f in findings] == [("pkg/comm.py", 6, 38, 45, "GG001")]
     (finding,) = findings
-    assert finding.applicability is None  # the callee's contract is the caller's to change
+    assert finding.applicability is None
+    assert finding.source_line == "    if secondary is not None and not forward:"
     assert [(s.path, s.line, s.column, s.message) for s in finding.flow] == [
         ("pkg/a.py", 7, 12, "grad mode captured: `torch.is_grad_enabled()`"),
         ("pkg/a.py", 7, 5, "grad mode held in `prev`"),
         ("pkg/a.py", 8, 5, "grad mode passed as `forward` to `reduce`"),
-        ("pkg/comm.py", 8, 5, "decides `group` here (the process group of a forward collective)"),
+        ("pkg/comm.py", 6, 38, "decides `group` here (the process group of a forward collective)"),
     ]
-    assert finding.message.endswith("(decided in `pkg/comm.py` at line 8, through the call)")
+
+
+def test_grad_mode_combined_before_the_call_is_reported_where_it_is_combined(package: Path):
+    """``reduce(..., forward=prev and x.is_cuda)``: the caller makes the decision it
+    passes, so the finding is the caller's, with the callee's use in its flow."""
+    caller = (package / "pkg/a.py").read_text().replace("forward=prev)", "forward=prev and x.is_cuda)")
+    (package / "pkg/a.py").write_text(caller)
+    findings = [f for r in run(["pkg"], Config(), RunOptions()) for f in r.findings]
+    assert [(f.path, f.line, f.column, f.rule) for f in findings] == [("pkg/a.py", 8, 31, "GG001")]
+    assert findings[0].message.endswith("(decided in `pkg/comm.py` at line 6, through the call)")
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
@@ -123,9 +136,9 @@ def test_a_change_reanalyses_the_file_and_its_dependants_only(package: Path, mon
         parsed.clear()
         return [(f.path, f.line) for r in run(["pkg"], Config(), options) for f in r.findings]
 
-    assert check() == [("pkg/a.py", 8)]
+    assert check() == [("pkg/comm.py", 6)]
     assert (sorted(analysed), parsed) == (["pkg/a.py", "pkg/b.py"], ["comm.py"])
-    assert check() == [("pkg/a.py", 8)]
+    assert check() == [("pkg/comm.py", 6)]
     assert (analysed, parsed) == ([], [])  # a warm run parses nothing
     # the callee stops choosing the group by `forward`: the caller's finding goes
     (package / "pkg/comm.py").write_text(COMM.replace("secondary is not None and not forward", "secondary is not None"))
@@ -211,7 +224,7 @@ def test_json_output_carries_the_path_across_files(package: Path):
         ("pkg/a.py", 7),
         ("pkg/a.py", 7),
         ("pkg/a.py", 8),
-        ("pkg/comm.py", 8),
+        ("pkg/comm.py", 6),
     ]
 
 
@@ -227,7 +240,7 @@ def test_a_project_keeps_a_bounded_source_of_parsed_modules(package: Path, monke
         return [(f.path, f.line, f.message) for r in results for f in r.findings]
 
     everything = findings()
-    assert [(path, line) for path, line, _ in everything] == [("pkg/a.py", 8)]
+    assert [(path, line) for path, line, _ in everything] == [("pkg/comm.py", 6)]
     (project,) = runner._PROJECTS.values()
     assert len(project._kept) == 5  # every file of the package, parsed once
     monkeypatch.setattr(project_module, "KEEP_BYTES", 1)

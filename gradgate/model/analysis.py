@@ -143,6 +143,7 @@ class ModuleAnalysis:
                     | {q.rsplit(".", 1)[-1] for q in self.context.returns}
                     | set(self.context.attributes)
                     | {attr for (_, attr), v in self.context.class_attributes.items() if v is not PLAIN}
+                    | {name for _, name in self.context.bound_sources}
                 )
             if not interpreted:
                 break
@@ -171,6 +172,7 @@ class ModuleAnalysis:
             "attributes": {a: v.bdd for a, v in c.attributes.items()},
             "class_attributes": {k: v.bdd for k, v in c.class_attributes.items()},
             "closures": {q: tuple(sorted((n, _shape(v)) for n, v in p.items())) for q, p in c.closures.items()},
+            "bound_sources": {k[1]: v.ident for k, v in c.bound_sources.items()},
         }
 
     @staticmethod

@@ -41,6 +41,8 @@ class Manager:
         #: variables that stand for a function's parameter: var -> its atom's key
         #: (``("param", function, name)``)
         self.param_vars: dict[int, tuple[str, str, str]] = {}
+        #: variables that say whether autograd records a tensor (``x.requires_grad``)
+        self.recording_vars: set[int] = set()
         self.budget = budget
 
     # -- building ------------------------------------------------------------------
@@ -61,6 +63,16 @@ class Manager:
         node = self.atom(key)
         self.read_vars.add(self.var(node))
         return node
+
+    def recording(self, key: Hashable) -> int:
+        """The atom of whether autograd records a tensor (``x.requires_grad``)."""
+        node = self.atom(key)
+        self.recording_vars.add(self.var(node))
+        return node
+
+    def asks_recording(self, a: int) -> bool:
+        """Does ``a`` ask whether autograd records a tensor?"""
+        return any(v in self.recording_vars for v in self.support(a))
 
     def param(self, function: str, name: str) -> int:
         """The atom of parameter ``name`` of ``function``, what its summary is about."""
@@ -262,6 +274,13 @@ class Manager:
 
     def depends_on_grad(self, a: int) -> bool:
         return self.grad_on(a) != self.grad_off(a)
+
+    def is_literal(self, a: int) -> bool:
+        """Is ``a`` one variable or its negation (a value passed on, not combined)?"""
+        if a <= TRUE:
+            return False
+        _var, low, high = self._nodes[a]
+        return low <= TRUE and high <= TRUE
 
     def is_pure_grad(self, a: int) -> bool:
         """Is ``a`` grad mode itself or its negation (a function of one read alone)?"""

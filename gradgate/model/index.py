@@ -8,6 +8,7 @@ the scope that holds the ``def`` (see :mod:`gradgate.model.interpret`).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator
 
 from ..config import NON_COMM_API_NAMES, Config
@@ -248,6 +249,8 @@ class ModuleIndex:
         self._referenced: dict[str, set[str]] = {}
         self._mark_backward()
         self._communicates: dict[tuple[str, bool], frozenset[str]] = {}
+        #: functions whose communication autograd records (see :meth:`autograd_records`)
+        self._autograd_recorded: set[str] = set()
         self._fed: dict[tuple[str, str], int] | None = None
 
     # -- collecting -------------------------------------------------------------------
@@ -473,6 +476,10 @@ class ModuleIndex:
         for info in self.functions.values():
             if info.qualname in hooked or (non_forward.search(info.node.name) and not _stage_step(info)):
                 info.backward = True
+            elif info.owner and _CHECKPOINTING.search(info.owner) and _POLICY.search(info.node.name):
+                # an activation checkpointing wrapper's policy decides what the forward saves
+                # for the backward and what the backward recomputes: bookkeeping
+                info.backward = True
 
     # -- resolving calls ------------------------------------------------------------------
     def resolve(self, func: ast.AST, owner: str | None, aliases: dict[str, str]) -> tuple[str, int] | None:
@@ -599,20 +606,57 @@ class ModuleIndex:
         self._communicates[key] = frozenset()  # a recursive call adds nothing
         info = self.functions.get(qualname)
         found: set[str] = set()
+        recorded = True
         if info is not None and not info.backward and not self.config.backward_call_re.search(info.node.name):
             aliases = self.aliases_of(info)
             for call in self.calls_of(qualname):
                 if self.is_comm_callee(call.func, aliases):
                     found.add(op_name(call.func))
+                    recorded = recorded and records_autograd(call.func, aliases)
                     continue
                 resolved = self.resolve(call.func, info.owner, aliases)
                 if resolved is not None:
                     if depth < 32:
-                        found |= self.comm_ops(resolved[0], depth + 1, outside)
+                        inner = self.comm_ops(resolved[0], depth + 1, outside)
+                        found |= inner
+                        if inner:
+                            target = self.functions.get(resolved[0])
+                            recorded = recorded and (
+                                (target is not None and target.autograd_forward)
+                                or resolved[0] in self._autograd_recorded
+                            )
                 elif outside is not None and outside(call, info):
                     found.add(dotted(call.func) or op_name(call.func))
+                    recorded = False
         result = self._communicates[key] = frozenset(found)
+        if result and recorded:
+            self._autograd_recorded.add(qualname)
         return result
+
+    def autograd_records(self, qualname: str) -> bool:
+        """Does autograd record every communication the function performs (it calls it
+        through ``Fn.apply``, ``torch.distributed.nn``, DTensor)? Asked after
+        :meth:`comm_ops`."""
+        return qualname in self._autograd_recorded or (
+            qualname in self.functions and self.functions[qualname].autograd_forward
+        )
+
+
+#: a class that checkpoints activations, and the name of its policy (what to save)
+_CHECKPOINTING = re.compile(r"(?i)checkpoint|recompute|remat")
+_POLICY = re.compile(r"(?i)polic(y|ies)")
+
+
+#: communication APIs autograd records (a backward is defined for them)
+DIFFERENTIABLE_APIS = ("torch.distributed.nn", "torch.distributed.tensor", "torch.distributed._tensor")
+
+
+def records_autograd(func: ast.AST, aliases: dict[str, str]) -> bool:
+    """Does autograd record the communication a call of ``func`` performs: an autograd
+    Function's ``apply``, or a differentiable API (``torch.distributed.nn``, DTensor)?"""
+    if isinstance(func, ast.Attribute) and func.attr == "apply":
+        return True
+    return qualify(dotted(func) or "", aliases).startswith(DIFFERENTIABLE_APIS)
 
 
 def op_name(func: ast.AST) -> str:

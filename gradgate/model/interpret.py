@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING
 from ..records import field, record, replace
 from .bdd import FALSE, TRUE, Manager
 from .decisions import kind_of
-from .index import BACKWARD_HOOK_REGISTRARS, FunctionInfo, ModuleIndex, dotted, op_name, qualify
+from .index import (
+    BACKWARD_HOOK_REGISTRARS,
+    FunctionInfo,
+    ModuleIndex,
+    dotted,
+    op_name,
+    qualify,
+    records_autograd,
+)
 from .types import TypeHints, self_attribute
 from .values import SUPER, Environment, FunctionRef, Place, Step, Value
 
@@ -29,7 +37,7 @@ if TYPE_CHECKING:
 
 _TRAINING_NAME = re.compile(r"^(is_)?train(ing)?(_mode)?$")
 _MODE_KEYWORDS = re.compile(
-    r"^((is_)?train(ing)?(_mode)?|dropout(_p|_prob|_rate)?|p_?dropout|attention_dropout|hidden_dropout|deterministic)$"
+    r"^((is_)?train(ing)?(_mode)?|dropout(_p|_prob|_rate)?|p_?dropout|attention_dropout|hidden_dropout)$"
 )
 _SELECTION_KEYWORDS = re.compile(r"(^|_)(group|pg|process_group)$")
 #: callees that take a training flag to say it, not to compute with it (logging, containers)
@@ -45,6 +53,8 @@ _AUTOGRAD_PATH = re.compile(r"(?i)^apply$|autograd|differentiable|with_grad")
 _BOOKKEEPING_KEYWORDS = re.compile(
     r"grad|backward|bwd|save|keep|retain|cache|ctx|columnwise|rowwise|usage|reentrant|rng|track|graph|hook"
     r"|record|checkpoint|offload|free|release|debug|verbose|log|name|enabled|inference|differentiable"
+    r"|deterministic"  # flash-attn's `deterministic=`: the backward's algorithm
+    r"|init"  # how a model is initialised (`fp8_model_init(preserve_high_precision_init_val=)`)
 )
 #: context managers that issue the work inside on a stream (their argument)
 _STREAM_CONTEXTS = frozenset({"stream", "use_stream", "StreamContext"})
@@ -167,6 +177,9 @@ class FunctionResult:
     return_conditions: list[int] = field(default_factory=list)
     #: the functions the function returns (closures), with the ``return``
     returned_functions: list[tuple[Value, ast.stmt]] = field(default_factory=list)
+    #: in a summary, where each parameter (or item, field of one) is read: what a finding
+    #: reported in the function points at
+    param_reads: dict[str, list[ast.AST]] = field(default_factory=dict)
     #: flag names read in the forward (not only for ``ctx`` / ``save_for_backward``)
     forward_reads: set[str] = field(default_factory=set)
     backward_reads: set[str] = field(default_factory=set)
@@ -205,6 +218,10 @@ class Context:
         self.returns: dict[str, Value] = {}
         #: attribute names carrying grad mode module-wide
         self.attributes: dict[str, Value] = {}
+        #: names the module binds to a grad-mode source function (``_grad_mode =
+        #: torch.is_grad_enabled``), and class attributes bound so (``_mode =
+        #: staticmethod(torch.is_grad_enabled)``): (class or None, name) -> the function
+        self.bound_sources: dict[tuple[str | None, str], Value] = {}
         #: what a nested function's free names hold where it is defined, of the names
         #: that carry grad mode: qualname -> name -> value (a closure's captures)
         self.closures: dict[str, dict[str, Value]] = {}
@@ -258,6 +275,10 @@ class Interpreter:
         #: each communication effect met (see :class:`CommEffect`): the join of the path
         #: conditions it happens under, their origins, its first call and its name there
         self._comm: dict[CommEffect, tuple[int, frozenset[ast.AST], ast.expr, str]] = {}
+        #: the effects some call of which autograd records (``Fn.apply``,
+        #: ``torch.distributed.nn``): a path the backward needs, which a no-grad path
+        #: without a backward may stand in for
+        self._differentiable: set[CommEffect] = set()
         #: how many loops (and comprehensions) the statement is in
         self.loops = 0
         #: the stream forward work is issued on (``with torch.cuda.stream(s):``), or None
@@ -278,18 +299,37 @@ class Interpreter:
             for arg in self.info.params:
                 env.set(arg.arg, self._parameter(arg, seeds, supplied))
         self._block(body, env)
+        if self.info is None:
+            self._note_bound_sources(None, env)
         fast_paths = [
-            (n.lineno, n.col_offset, o, effect.ops)
+            (n.lineno, n.col_offset, o, effect.ops, self.bdd.asks_recording(b))
             for effect, (b, o, n, _) in self._comm.items()
             if self.bdd.forced_off_by_grad(b)
         ]
         for effect, (bdd, origins, node, name) in self._comm.items():
             if any(
-                p[:2] < (node.lineno, node.col_offset) and p[2] & origins and p[3] != effect.ops for p in fast_paths
+                p[:2] < (node.lineno, node.col_offset)
+                and p[2] & origins
+                and p[3] != effect.ops
+                and (p[4] or effect in self._differentiable)
+                for p in fast_paths
             ):
                 # the default path after a no-grad fast path of another operation chosen
-                # by the same reads (`if not (grad and ...): return fast_collective(x)`
-                # then `collective(x)`): the opposite polarity, correct
+                # by the same reads, where the choice is about autograd: the default is
+                # differentiable (`... return fast_collective(x)` then
+                # `dist_nn.all_reduce(x)`), or the fast path also asks whether autograd
+                # records (`not (grad and x.requires_grad)`): the opposite polarity,
+                # correct. A default autograd does not record either is no reason for grad
+                # mode to choose (vLLM's custom all-reduce vs `dist.all_reduce`).
+                continue
+            if (
+                effect in self._differentiable
+                and self.bdd.forced_off_by_no_grad(bdd)
+                and not any(other != effect and other.ops == effect.ops for other in self._comm)
+            ):
+                # communication autograd records, run only with grad on, and no other form
+                # of it without grad (`if not grad: return local(x)` then `DTensor.from_local`):
+                # grad mode chooses whether autograd records it, the opposite polarity
                 continue
             self._record("comm", name, Value(bdd, origins), node, key=("comm", effect))
         return self.result
@@ -330,6 +370,11 @@ class Interpreter:
 
     def _read(self, value: Value, node: ast.AST) -> Value:
         """A read of a pure grad-mode value becomes an origin: where a fix would act."""
+        ident = value.ident
+        if self.c.summarising and isinstance(ident, tuple) and len(ident) == 3 and ident[0] == "param":
+            # where the parameter is read, and (as an origin) what its reads shape
+            self.result.param_reads.setdefault(str(ident[2]), []).append(node)
+            value = replace(value, origins=value.origins | {node})
         if self.bdd.is_pure_grad(value.bdd) and value.items is None and value.fields is None:
             polarity = self.bdd.polarity(value.bdd)
             if self.statement is not None:
@@ -438,7 +483,10 @@ class Interpreter:
             for expression in (*s.decorator_list, *s.bases, *(k.value for k in s.keywords)):
                 self.eval(expression, env)
             # the class body runs here too: its methods' decorators and defaults with it
-            self._block(s.body, Environment())
+            class_env = Environment()
+            self._block(s.body, class_env)
+            if self.info is None:
+                self._note_bound_sources(s.name, class_env)
             env.bind_name(s.name, self._opaque(("class", id(s))))
         elif isinstance(s, ast.Assert):
             self.eval(s.test, env)
@@ -448,6 +496,15 @@ class Interpreter:
                 if deleted is not None:
                     env.remove(deleted)
         return None
+
+    def _mode_in_effect(self, mode: Value) -> Value:
+        """The training mode a kernel call puts in effect, as a decision: its mode
+        argument where the call runs, "not eval" where it does not (``if not grad:
+        return F.batch_norm(..., False, ...)`` puts eval mode in effect only without
+        grad: grad mode then stands in for training mode)."""
+        if self.pc == TRUE:
+            return mode
+        return Value(self.bdd.disj(self.bdd.negate(self.pc), mode.bdd), mode.origins | self.pc_origins)
 
     def _chosen_callee(self, node: ast.Call, callee: Value) -> None:
         """A call whose function grad mode chooses (``fn = fused if grad else reference;
@@ -471,7 +528,7 @@ class Interpreter:
         not autograd's bookkeeping (``requires_grad=``, ``columnwise=``, ``use_reentrant=``),
         a grad-mode pass-through (``is_grad_enabled=``) or a record's field?"""
         last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if _NOT_KERNELS.match(last) or last in self.index.classes or last[:1].isupper():
+        if _NOT_KERNELS.match(last) or last in self.index.classes or last[:1].isupper() or last in _STREAM_CONTEXTS:
             return False
         # a function an import names (`torch.topk`, `F.dropout`, `flash_attn_func`), not
         # a method of a receiver nothing says the kind of
@@ -479,6 +536,24 @@ class Interpreter:
         if root not in self.aliases:
             return False
         return keyword not in self.c.grad_names and not _BOOKKEEPING_KEYWORDS.search(keyword)
+
+    def _note_bound_sources(self, klass: str | None, env: Environment) -> None:
+        for name, value in env.values.items():
+            ident = value.ident
+            if isinstance(ident, tuple) and ident and ident[0] == "grad-function" and "." not in name:
+                self.c.bound_sources[(klass, name)] = value
+
+    def _bound_source(self, klass: str | None, name: str, depth: int = 0) -> Value | None:
+        """The grad-mode source function the module (``klass`` None) or a class of it (or
+        a base of that class in the module) binds ``name`` to."""
+        self.result.reads.add(("bound_sources", name))
+        found = self.c.bound_sources.get((klass, name))
+        info = self.index.classes.get(klass) if klass is not None else None
+        for base in info.bases if info is not None and found is None and depth < 8 else ():
+            found = self._bound_source(base, name, depth + 1)
+            if found is not None:
+                break
+        return found
 
     def _stream_entered(self, node: ast.expr, env: Environment) -> object:
         """The stream ``with node:`` issues work on (``torch.cuda.stream(s)``), as an
@@ -816,6 +891,9 @@ class Interpreter:
         polarity = self.c.sources.polarity(qualified)
         if polarity is not None:
             return grad_function(polarity)
+        bound = self._bound_source(None, name) if self.info is not None else None
+        if bound is not None:
+            return bound
         if self.c.project is not None and name in self.aliases:  # maybe a function of another module
             return replace(self._opaque(("global", name)), function=FunctionRef(qualified, external=True))
         if self.c.summarising and ".<locals>." in self.qualname:
@@ -876,6 +954,9 @@ class Interpreter:
             return self._read(found, node)
         attr = node.attr
         if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") and self.owner:
+            bound = self._bound_source(self.owner, attr)
+            if bound is not None:  # `self._autograd_mode()`, a class attribute bound to the source
+                return bound
             method = self.index.method(self.owner, attr)
             if method:
                 self.result.reads.add(("returns", method))
@@ -908,13 +989,20 @@ class Interpreter:
             if method and not self.index.functions[method].is_property:
                 skip = 0 if self.index.functions[method].static else 1
                 return Value(TRUE, ident=("function", method), function=FunctionRef(method, skip=skip))
+        if self.c.sources.is_carrier_name(attr) and stored is None and not self._backward_context():
+            # `state_ctx.grad_enabled` of an object nothing in the module stores it on: the
+            # carrier by its spelling, as a parameter with no caller is
+            said = f"`.{attr}` taken as grad mode by its name (no store of it is seen)"
+            return self._read(self._grad(1, node, Step(node.lineno, node.col_offset, said)), node)
         key = ("attr", base.ident if base.ident is not None else ("v", base.bdd), attr)
+        if attr == "requires_grad":
+            return Value(self.bdd.recording(key), base.origins, ident=key)
         on_object = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
         if self.c.summarising and not on_object and _parameter_of(base) is not None:  # `cfg.field` of a parameter
             field_value = self._parameter_item(base, attr)
             if base.made_by is not None:
                 field_value = replace(field_value, function=FunctionRef(attr, external=True, receiver=base.made_by))
-            return field_value
+            return self._read(field_value, node)
         if base.function is not None and base.function.external and base.function.receiver is None:
             qualified = f"{base.function.qualname}.{attr}"  # `module.function`, `Class.method`
             return replace(self._opaque(key, base.origins), function=FunctionRef(qualified, external=True))
@@ -926,7 +1014,9 @@ class Interpreter:
             value = self._opaque(key, base.origins)
             if self.c.summarising:  # the object's state: what a summary says `self.attr` decides
                 name = f"self.{attr}"
-                value = Value(self.bdd.param(self.qualname, name), base.origins, ident=("param", self.qualname, name))
+                value = self._read(
+                    Value(self.bdd.param(self.qualname, name), base.origins, ident=("param", self.qualname, name)), node
+                )
             if made is not None:
                 return replace(value, made_by=made)
             if self.owner is not None and self._inherits_elsewhere(self.owner):  # a base's, elsewhere
@@ -1084,12 +1174,8 @@ class Interpreter:
             for generator in generators:
                 iterable = self.eval(generator.iter, inner)
                 origins |= iterable.origins
-                self._bind(
-                    generator.target,
-                    self._opaque(("item", id(generator)), iterable.origins),
-                    inner,
-                    self.statement or generator,
-                )  # type: ignore[arg-type]
+                item = self._opaque(("item", id(generator)), iterable.origins)
+                self._bind(generator.target, item, inner, self.statement or ast.Pass())
                 for test in generator.ifs:
                     tested = self.eval(test, inner)
                     condition = self.bdd.conj(condition, tested.bdd)
@@ -1327,7 +1413,7 @@ class Interpreter:
             text = dotted(node.func) or _spelled_source(node.func)
             step = Step(node.lineno, node.col_offset, f"grad mode captured: `{text}()`")
             value = self._read(self._grad(polarity, node, step), node)
-            if self.info is not None and self.info.autograd_forward:
+            if self.info is not None and self.info.autograd_forward and not isinstance(self.statement, ast.Assert):
                 self.result.decisions.append(
                     Decision(
                         "function-forward-read",
@@ -1352,7 +1438,7 @@ class Interpreter:
     ) -> Value | None:
         func = node.func
         name = func.id if isinstance(func, ast.Name) and func.id not in self.index.functions else None
-        if name == "bool" and len(args) == 1 and not node.keywords:
+        if name in ("bool", "staticmethod", "classmethod") and len(args) == 1 and not node.keywords:
             return args[0]
         if name == "super" and not args and self.owner is not None and self.c.project is not None:
             # `super().method(...)`: the method as the class's bases have it
@@ -1369,6 +1455,12 @@ class Interpreter:
             )
             if polarity is not None:
                 return grad_function(polarity)
+        if name == "getattr" and len(node.args) == 3 and receiver is None:
+            # `getattr(ctx, "overlap", torch.is_grad_enabled())`: the attribute where the
+            # object has it, the default where not
+            has = self.bdd.atom(("has-attr", args[0].ident, ast.dump(node.args[1])))
+            attribute = self._opaque(("getattr", args[0].ident, ast.dump(node.args[1])), args[0].origins)
+            return Value(self.bdd.ite(has, attribute.bdd, args[2].bdd), origins | args[2].origins)
         if name in ("min", "max") and len(args) >= 2 and not node.keywords:
             combine = self.bdd.conj if name == "min" else self.bdd.disj
             bdd = args[0].bdd
@@ -1445,6 +1537,8 @@ class Interpreter:
             self._comm[effect] = (self.bdd.disj(bdd, self.pc), origins | self.pc_origins, first, first_name)
             if resolved is None and not decided_inside:  # a function we see decides on its arguments inside
                 for keyword, value in _expanded(keywords):
+                    if self.c.sources.is_carrier_name(keyword):
+                        continue  # `grad_enabled=`: the callee takes it as grad mode, decides inside
                     kind = "selection" if _SELECTION_KEYWORDS.search(keyword) else "comm-option"
                     self._record(kind, keyword, value, node, key=(kind, keyword, id(node)))
         if qualify(dotted(func) or "", self.aliases) in _AUTOGRAD_SWITCHES:
@@ -1454,7 +1548,7 @@ class Interpreter:
             if not comm and self.c.is_flag(keyword):  # a flag set, whatever the callee (GG001's docs)
                 self._record("flag", keyword, value, node, key=("flag-keyword", keyword, id(node)))
             elif _MODE_KEYWORDS.match(keyword) and not seen:
-                self._record("mode", keyword, value, node, key=("mode", keyword, id(node)))
+                self._record("mode", keyword, self._mode_in_effect(value), node, key=("mode", keyword, id(node)))
             elif not seen and not comm and self._kernel_keyword(func, keyword):
                 # an argument of a kernel that no visible body takes apart (`torch.topk(...,
                 # sorted=grad)`): the forward computes differently
@@ -1465,9 +1559,11 @@ class Interpreter:
             and len(args) > known
             and not any(isinstance(a, ast.Starred) for a in node.args[: known + 1])
         ):
-            self._record("mode", "training", args[known], node, key=("mode", known, id(node)))
+            self._record("mode", "training", self._mode_in_effect(args[known]), node, key=("mode", known, id(node)))
         last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         for position, (argument, value) in enumerate(zip(node.args, args)):
+            if isinstance(argument, ast.Starred):
+                break
             if (
                 known is None
                 and not seen
@@ -1479,6 +1575,36 @@ class Interpreter:
                 )
             ):
                 self._record("mode", f"argument {position + 1}", value, node, key=("mode", position, id(node)))
+            elif (
+                comm
+                and resolved is None
+                and not decided_inside
+                and not last.startswith("get_")  # a getter's argument picks what it returns
+                and self._carries(value.bdd)
+                and (
+                    not self.bdd.is_literal(value.bdd)  # a decision made here, not passed on
+                    or (isinstance(argument, ast.Name) and self.c.is_flag(argument.id))  # `async_op`
+                )
+            ):
+                # `foreach_all_gather(params, group, async_op, ...)`: an option by position
+                self._record(
+                    "comm-option", f"argument {position + 1}", value, node, key=("comm-arg", position, id(node))
+                )
+            elif (
+                known is None
+                and not seen
+                and not comm
+                and self._kernel_keyword(func, "")
+                and value.items is None
+                and self._carries(value.bdd)
+                and not self.bdd.is_pure_grad(value.bdd)
+            ):
+                # grad mode with other conditions handed to a kernel by position (apex's
+                # `SyncBatchnormFunction.apply(..., torch.is_grad_enabled() or not track, ...)`);
+                # grad mode alone is passed on for the callee to decide, as `f(x, grad)`
+                self._record(
+                    "kernel-option", f"argument {position + 1}", value, node, key=("kernel-arg", position, id(node))
+                )
         if isinstance(func, ast.Attribute) and func.attr in _MODE_SWITCHES:
             on = _MODE_SWITCHES[func.attr]
             mode = args[0].bdd if (func.attr == "train" and args) else (TRUE if on else FALSE)
@@ -1511,7 +1637,15 @@ class Interpreter:
                 options.append((keyword, repr(argument.value)))
             elif _SELECTION_KEYWORDS.search(keyword) or keyword == "stream":
                 options.append((keyword, value.ident if value.ident is not None else ("v", value.bdd)))
-        return CommEffect(ops, frozenset(options), self.loops > 0, self.stream)
+        differentiable = (
+            records_autograd(func, self.aliases)
+            or (resolved is not None and self.index.autograd_records(resolved[0]))
+            or any(_AUTOGRAD_PATH.search(op) for op in ops)
+        )
+        effect = CommEffect(ops, frozenset(options), self.loops > 0, self.stream)
+        if differentiable:
+            self._differentiable.add(effect)
+        return effect
 
     def _call_module_function(
         self,

@@ -388,6 +388,14 @@ class Project:
                 return None
             return Callee(found[0], found[1], 0 if found[0].index.functions[found[1]].static else 1)
         resolved = self.resolve(ref.qualname)
+        if resolved is None and ref.qualname.endswith(".apply"):
+            # `Fn.apply(...)` of an autograd Function of another module runs its forward
+            owner = self.resolve(ref.qualname.removesuffix(".apply"))
+            if owner is not None and owner[1] == "class":
+                forward = self.method(owner[0], owner[2], "forward")
+                if forward is not None:
+                    return Callee(forward[0], forward[1], 1)
+            return None
         if resolved is None:
             return None
         module, kind, qualname = resolved

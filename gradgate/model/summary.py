@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from ..records import record
+from ..records import record, replace
 from .bdd import Manager
 from .decisions import kind_of
 from .interpret import FunctionResult, pure_grad_values
@@ -109,8 +109,11 @@ def summarise(
             polarity = bdd.monotone(decision.bdd, var)
             if polarity is None or (polarity == 0 and not any_way):
                 continue
-            line, column = getattr(decision.node, "lineno", 0), getattr(decision.node, "col_offset", 0)
-            step = place(line, column, f"decides `{decision.name}` here ({kind_of(decision.kind).words})")
+            parameter = bdd.param_vars[var][2]
+            line, column = _deciding_read(result, parameter, decision.node, decision.origins)
+            step = replace(
+                place(line, column, f"decides `{decision.name}` here ({kind_of(decision.kind).words})"), decides=True
+            )
             effects.append(
                 (bdd.param_vars[var][2], Effect(decision.kind, decision.name, 0 if any_way else polarity, (step,)))
             )
@@ -132,10 +135,20 @@ def summarise(
                         continue
                     name = bdd.param_vars[var][2]
                     shown = part_of(f"`{slot}`" if isinstance(slot, str) else f"argument {slot + 1}", item)
-                    direct = _is_name(_argument(site.node, slot, item), name)
+                    argument = _argument(site.node, slot, item)
+                    direct = _is_name(argument, name)
                     verb = "passed on as" if direct else "decides the value passed as"
                     message = f"`{name}` {verb} {shown} to `{callee[1]}`"
-                    step = place(site.node.lineno, site.node.col_offset, message)
+                    read = None if direct else _read_of(argument, name)
+                    line, column = (
+                        (read.lineno, read.col_offset)
+                        if read is not None
+                        else _deciding_read(result, name, site.node, part.origins)
+                        if not direct
+                        else (site.node.lineno, site.node.col_offset)
+                    )
+                    # an argument spread from `*args` is passed on, unseen: no decision here
+                    step = replace(place(line, column, message), decides=not direct and argument is not None)
                     links.append(Link(name, polarity, callee, site.skip, slot, step, item, direct))
     # a nested function called here, or returned to be called later, sees the parameters
     # as `^name` (its closure)
@@ -165,6 +178,28 @@ def summarise(
         for v in bdd.params_in(b)
     }
     return FunctionSummary(positional, keyword_only, tuple(effects), tuple(links), returns_grad, frozenset(chooses))
+
+
+def _read_of(argument: ast.expr | None, name: str) -> ast.Name | None:
+    """The first read of the parameter ``name`` inside ``argument``."""
+    if argument is None:
+        return None
+    reads = [n for n in ast.walk(argument) if isinstance(n, ast.Name) and n.id == name]
+    return min(reads, key=lambda n: (n.lineno, n.col_offset)) if reads else None
+
+
+def _deciding_read(
+    result: FunctionResult, parameter: str, node: ast.AST, origins: frozenset[ast.AST] = frozenset()
+) -> tuple[int, int]:
+    """Where the decision at ``node`` reads ``parameter``: a read that shaped its value
+    (one of its ``origins``), the last up to the decision (``if inference_mode and comm:``
+    for the collective under it); else the last read up to it; else the decision."""
+    at = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+    all_reads = result.param_reads.get(parameter, [])
+    shaping = [r for r in all_reads if r in origins]
+    reads = [(getattr(r, "lineno", 0), getattr(r, "col_offset", 0)) for r in (shaping or all_reads)]
+    before = [r for r in reads if r <= at or r[0] == at[0]]
+    return max(before) if before else at
 
 
 def part_of(argument: str, item: int | str | None) -> str:
@@ -206,4 +241,4 @@ class PlaceMaker:
             character = len(text.encode("utf-8")[:column].decode("utf-8"))
         except UnicodeDecodeError:
             character = column
-        return Place(self.path, line, character + 1, message)
+        return Place(self.path, line, character + 1, message, text.rstrip("\r\n"))

@@ -38,6 +38,10 @@ class Place:
     line: int
     column: int
     message: str
+    #: the text of the line (a finding reported here shows it)
+    text: str = ""
+    #: is grad mode combined into a decision here (not only passed on)?
+    decides: bool = False
 
 
 @record
