@@ -54,7 +54,7 @@ DEFAULT_COMM_CALL_PATTERNS: tuple[str, ...] = (
     r"reduce_?scatter",
     r"all_?reduce",
     r"all_?to_?all",
-    r"^broadcast",
+    r"(^|_)broadcast(?!_(tensors|shapes|to)\b)(_|$)",  # not torch.broadcast_tensors
     r"^get_ub$",
     r"userbuffers",
     r"param_(sync|gather)",

@@ -1107,7 +1107,17 @@ class Interpreter:
             tuple(type(o).__name__ for o in node.ops),
             tuple(v.ident if v.ident is not None else ("v", v.bdd) for v in (left, *rights)),
         )
-        return self._opaque(key, origins)
+        compared = self._opaque(key, origins)
+        falsy = len(rights) == 1 and isinstance(node.comparators[0], ast.Constant) and not node.comparators[0].value
+        if falsy and self._carries(left.bdd):
+            # `count > 0`, `handle is not None` of a value that is falsy on some paths
+            # (`count = 0`, then counted only under grad mode): false where it is falsy
+            op = node.ops[0]
+            if isinstance(op, (ast.Gt, ast.NotEq, ast.IsNot)):
+                return Value(self.bdd.conj(left.bdd, compared.bdd), origins)
+            if isinstance(op, (ast.Eq, ast.Is, ast.LtE)):
+                return Value(self.bdd.disj(self.bdd.negate(left.bdd), compared.bdd), origins)
+        return compared
 
     def _e_IfExp(self, node: ast.IfExp, env: Environment) -> Value:
         test = self.eval(node.test, env)
