@@ -1,0 +1,5 @@
+# Modelled on DeepSpeed deepspeed/runtime/zero/{parameter_offload.py,partitioned_param_coordinator.py}
+from .parameter_offload import DeepSpeedZeRoOffload
+from .partitioned_param_coordinator import PartitionedParameterCoordinator
+
+__all__ = ["DeepSpeedZeRoOffload", "PartitionedParameterCoordinator"]
