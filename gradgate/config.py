@@ -37,7 +37,13 @@ DEFAULT_COMM_FLAG_PATTERNS: tuple[str, ...] = (
     r"(^|_)(ag|rs)(_|$)",
     r"(^|_)comm(_|$)",
     r"(^|_)async(_|$)",
+    r"dispatch",  # a bucket's param all-gather, a MoE token all-to-all
+    r"prefetch",  # parameters gathered ahead of use
+    r"(^|_)p2p(_|$)",
 )
+#: a flag named so says the path is *not* taken (``skip_next_bucket_dispatch``): grad mode
+#: forcing it on is what forces the path off
+INVERTED_FLAG = re.compile(r"^_*(skip|no|disable|without|avoid|suppress)_")
 #: ... unless it also matches one of these: it then belongs to the backward pass.
 DEFAULT_BACKWARD_FLAG_PATTERNS: tuple[str, ...] = (
     r"dgrad",
@@ -91,6 +97,18 @@ DEFAULT_NON_FORWARD_FUNCTIONS: tuple[str, ...] = (
 UNUSED_SUPPRESSION_CODE = "GG100"
 
 
+#: a name holding one of these spells grad mode (``fwd_grad_enabled``, ``grad_mode``) ...
+_GRAD_CARRIER = re.compile(r"(^|_)grad_(enabled|mode)(_enabled)?($|_)")
+#: ... or inference mode (``inference_mode``, ``is_inference_mode_enabled``) ...
+_INFERENCE_CARRIER = re.compile(r"(^|_)inference_mode(_enabled)?$")
+#: ... unless it names a setter, a switch, or another autograd mode
+_NOT_CARRIER = re.compile(r"set_|enable_grad|no_grad|compiled|anomaly|forward_ad|grad_mode_(context|ctx|guard)")
+
+
+#: the words every name :meth:`GradSources.carrier_polarity` accepts holds one of
+_CARRIER_WORDS = frozenset({"grad_enabled", "grad_mode", "inference_mode"})
+
+
 class GradSources:
     """The one registry of where grad mode comes from, which every layer asks: the
     bytes pre-filter (:meth:`tokens`), the model's choice of functions to interpret
@@ -104,6 +122,7 @@ class GradSources:
         self.functions: dict[str, int] = {**{q: -1 for q in inference_functions}, **{q: 1 for q in grad_functions}}
         #: names that carry grad mode by their spelling (TE's ``is_grad_enabled``)
         self.names = frozenset(names)
+        self._carriers: dict[str, int | None] = {}
 
     def polarity(self, qualified: str) -> int | None:
         """1 for a grad-mode function (``torch.is_grad_enabled``), -1 for an inference-mode
@@ -111,12 +130,31 @@ class GradSources:
         return self.functions.get(qualified)
 
     def is_carrier_name(self, name: str) -> bool:
-        return name in self.names
+        return self.carrier_polarity(name) is not None
+
+    def carrier_polarity(self, name: str) -> int | None:
+        """Does a name spell grad mode (1: ``is_grad_enabled``, ``fwd_grad_enabled``,
+        ``grad_mode``) or inference mode (-1: ``inference_mode``, its negation)? Names of
+        grad-mode *setters* and of other modes (``set_grad_enabled``,
+        ``compiled_autograd_enabled``) spell neither."""
+        if name in self.names:
+            return 1
+        answer = self._carriers.get(name, 0)
+        if answer == 0:
+            lowered = name.lower()
+            answer = None
+            if not _NOT_CARRIER.search(lowered):
+                if _GRAD_CARRIER.search(lowered):
+                    answer = 1
+                elif _INFERENCE_CARRIER.search(lowered):
+                    answer = -1
+            self._carriers[name] = answer
+        return answer
 
     def words(self) -> frozenset[str]:
         """The words a text must spell to read grad mode: the sources' last names and
         the carrier names."""
-        return frozenset({q.rsplit(".", 1)[-1] for q in self.functions} | self.names)
+        return frozenset({q.rsplit(".", 1)[-1] for q in self.functions} | self.names | _CARRIER_WORDS)
 
     def tokens(self, also: tuple[str, ...] = ()) -> tuple[bytes, ...]:
         """:meth:`words` (and ``also``) as byte strings, less a word holding another

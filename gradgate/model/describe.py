@@ -60,7 +60,7 @@ def _effect(decision: Decision) -> str:
     effect = key[1] if len(key) > 1 and isinstance(key[1], CommEffect) else None
     if effect is None:
         return ""
-    parts = [f"{k}={v}" for k, v in sorted(effect.options, key=str) if isinstance(v, str)]
+    parts = [f"{k}={v}" for k, v in sorted(effect.options or (), key=str) if isinstance(v, str)]
     if effect.in_loop:
         parts.append("in a loop")
     if effect.stream is not None:

@@ -249,6 +249,7 @@ class ModuleIndex:
         self._referenced: dict[str, set[str]] = {}
         self._mark_backward()
         self._communicates: dict[tuple[str, bool], frozenset[str]] = {}
+        self._called: dict[str, bool] = {}
         #: functions whose communication autograd records (see :meth:`autograd_records`)
         self._autograd_recorded: set[str] = set()
         self._fed: dict[tuple[str, str], int] | None = None
@@ -424,6 +425,37 @@ class ModuleIndex:
         for key in nodes:
             levels[level[key]].append(key)
         return levels
+
+    def called_in_module(self, qualname: str) -> bool:
+        """Does a call somewhere in the module run the function ``qualname`` (an autograd
+        Function's ``forward``: a call of its ``apply``)? Then its parameters are what
+        those calls pass, not what their names spell."""
+        known = self._called.get(qualname)
+        if known is not None:
+            return known
+        info = self.functions.get(qualname)
+        found = False
+        if info is not None:
+            apply_of = info.owner if info.autograd_forward else None
+            word = apply_of.rsplit(".", 1)[-1] if apply_of else info.node.name
+            for caller in self._functions_mentioning(word):
+                if caller == qualname:
+                    continue
+                owner = self.functions[caller].owner if caller else None
+                aliases = self.aliases_of(self.functions[caller]) if caller else self.aliases
+                for call in self.calls_of(caller):
+                    func = call.func
+                    if apply_of and isinstance(func, ast.Attribute) and func.attr == "apply":
+                        found = dotted(func.value) == word or dotted(func.value) == apply_of
+                    else:
+                        resolved = self.resolve(func, owner, aliases)
+                        found = resolved is not None and resolved[0] == qualname
+                    if found:
+                        break
+                if found:
+                    break
+        self._called[qualname] = found
+        return found
 
     def _functions_mentioning(self, *words: str) -> list[str]:
         """Qualnames (and "" for the module) whose lines may spell one of ``words``."""

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from ..config import INVERTED_FLAG
 from ..records import field, record, replace
 from .bdd import FALSE, TRUE, Manager
 from .decisions import kind_of
@@ -49,10 +50,21 @@ _MODE_SWITCHES = {"train": True, "eval": False}
 _NO_BACKWARD_PATH = re.compile(r"(?i)infer|decod|eval|fast|no_?grad|no_?backward|graph|generat|predict|serv|cached")
 #: a function named as autograd's wrapper of a computation
 _AUTOGRAD_PATH = re.compile(r"(?i)^apply$|autograd|differentiable|with_grad")
+#: a flag named so chooses the kernel computing the forward (names are the fallback
+#: where the flag's use is not visible, as for communication flags)
+_NUMERICS_FLAG = re.compile(r"(?i)(^|_)(use_)?(fused|fusion|grouped_mm|flash|fp32|fp8|full_precision)(_|$)")
+#: calls that run a training-only regulariser or random draw (noise, jitter, dropout):
+#: run only with grad mode on, grad mode stands in for training mode
+_TRAINING_ONLY = re.compile(
+    r"(?i)noise|noisy|jitter|dropout|drop_path|stochastic|^rand(n|int|_like|n_like)?$|uniform|bernoulli"
+)
+#: names of a value's train and eval counterparts (`capacity_factor_train`, `eval_capacity_factor`)
+_TRAIN_WORD = re.compile(r"(?i)(^|_)train(ing)?(_|$)")
+_EVAL_WORD = re.compile(r"(?i)(^|_)(eval|test)(_|$)")
 #: keyword arguments that serve autograd or bookkeeping, not the forward's numerics
 _BOOKKEEPING_KEYWORDS = re.compile(
     r"grad|backward|bwd|save|keep|retain|cache|ctx|columnwise|rowwise|usage|reentrant|rng|track|graph|hook"
-    r"|record|checkpoint|offload|free|release|debug|verbose|log|name|enabled|inference|differentiable"
+    r"|record|checkpoint|offload|free|release|debug|verbose|log|name|inference|differentiable"
     r"|deterministic"  # flash-attn's `deterministic=`: the backward's algorithm
     r"|init"  # how a model is initialised (`fp8_model_init(preserve_high_precision_init_val=)`)
 )
@@ -143,7 +155,9 @@ class CommEffect:
     ``all_reduce(x)`` have one."""
 
     ops: frozenset[str]
-    options: frozenset[tuple[str, object]]
+    #: constant options and the group of a collective called here; None for a function
+    #: whose body calls the collectives (its options are its own): it stands for any
+    options: frozenset[tuple[str, object]] | None
     in_loop: bool
     stream: object
 
@@ -183,6 +197,8 @@ class FunctionResult:
     #: flag names read in the forward (not only for ``ctx`` / ``save_for_backward``)
     forward_reads: set[str] = field(default_factory=set)
     backward_reads: set[str] = field(default_factory=set)
+    #: the last line each flag name is read on
+    read_after: dict[str, int] = field(default_factory=dict)
 
 
 #: a class attribute some store of which is not grad mode
@@ -209,7 +225,6 @@ class Context:
         self.hints = module.hints if module is not None else TypeHints(index, "")
         config = index.config
         self.sources = config.sources
-        self.grad_names = self.sources.names
         #: param values every resolved call site agrees on: qualname -> name -> value
         self.seeds: dict[str, dict[str, Value]] = {}
         #: params with at least one resolved call site (spelling no longer decides)
@@ -294,13 +309,14 @@ class Interpreter:
             seeds = self.c.seeds.get(self.qualname, {})
             supplied = self.c.supplied.get(self.qualname, set())
             self.result.reads.add(("seeds", self.qualname))
-            if any(a.arg in self.c.grad_names for a in self.info.params):  # who supplies it decides
+            if any(self.c.sources.is_carrier_name(a.arg) for a in self.info.params):  # who supplies it decides
                 self.result.reads.add(("supplied", self.qualname))
             for arg in self.info.params:
                 env.set(arg.arg, self._parameter(arg, seeds, supplied))
         self._block(body, env)
         if self.info is None:
             self._note_bound_sources(None, env)
+        self._cover_unknown_options()
         fast_paths = [
             (n.lineno, n.col_offset, o, effect.ops, self.bdd.asks_recording(b))
             for effect, (b, o, n, _) in self._comm.items()
@@ -332,15 +348,28 @@ class Interpreter:
                 # grad mode chooses whether autograd records it, the opposite polarity
                 continue
             self._record("comm", name, Value(bdd, origins), node, key=("comm", effect))
+        # a flag that only captures grad mode (`prefetch_allowed = torch.is_grad_enabled()`)
+        # and is read after: its reads decide, not the capture
+        self.result.decisions = [
+            d
+            for d in self.result.decisions
+            if not (
+                d.key[0] == "flag-store"
+                and self.bdd.is_pure_grad(d.bdd)
+                and d.name in self.result.forward_reads
+                and self.result.read_after.get(d.name, 0) > getattr(d.node, "lineno", 0)
+            )
+        ]
         return self.result
 
     def _parameter(self, arg: ast.arg, seeds: dict[str, Value], supplied: set[str]) -> Value:
         name = arg.arg
         if name in seeds:
             return seeds[name]
-        if name in self.c.grad_names and name not in supplied:
+        carried = self.c.sources.carrier_polarity(name)
+        if carried is not None and name not in supplied and (name in self.c.sources.names or not self._called()):
             return self._grad(
-                1,
+                carried,
                 arg,
                 Step(
                     arg.lineno,
@@ -350,6 +379,11 @@ class Interpreter:
             )
         made = self.c.hints.annotated(arg.annotation, self.aliases) if self.c.project is not None else None
         return Value(self.bdd.param(self.qualname, name), ident=("param", self.qualname, name), made_by=made)
+
+    def _called(self) -> bool:
+        """Is the function called in the module (a caller not interpreted still supplies
+        its parameters: a name other than the configured ones is then no evidence)?"""
+        return self.info is not None and self.index.called_in_module(self.info.qualname)
 
     def _parameter_item(self, value: Value, position: int | str) -> Value:
         """Item ``position`` of a parameter (a tuple passed in; a field for a string):
@@ -497,6 +531,16 @@ class Interpreter:
                     env.remove(deleted)
         return None
 
+    def _used_by_callee(self, parameter: str, resolved: tuple[str, int] | None, elsewhere: list[Callee]) -> bool:
+        """Does the function a call runs (of the module, or of another) read ``parameter``?
+        Then its body decides what the argument does (its summary), not the name."""
+        if resolved is not None and resolved[0] in self.index.functions:
+            return parameter in self.index.names_read(resolved[0])
+        return any(
+            c.qualname in c.module.index.functions and parameter in c.module.index.names_read(c.qualname)
+            for c in elsewhere
+        )
+
     def _mode_in_effect(self, mode: Value) -> Value:
         """The training mode a kernel call puts in effect, as a decision: its mode
         argument where the call runs, "not eval" where it does not (``if not grad:
@@ -535,7 +579,7 @@ class Interpreter:
         root = (dotted(func) or "").split(".", 1)[0]
         if root not in self.aliases:
             return False
-        return keyword not in self.c.grad_names and not _BOOKKEEPING_KEYWORDS.search(keyword)
+        return not self.c.sources.is_carrier_name(keyword) and not _BOOKKEEPING_KEYWORDS.search(keyword)
 
     def _note_bound_sources(self, klass: str | None, env: Environment) -> None:
         for name, value in env.values.items():
@@ -774,6 +818,9 @@ class Interpreter:
             env.bind_name(name, value)
             if self.c.is_flag(name):
                 self._record("flag", name, value, s, key=("flag-store", name, id(s)))
+            elif _NUMERICS_FLAG.search(name) and not _BOOKKEEPING_KEYWORDS.search(name):
+                # `use_fused_kernels = self.use_fused_kernels and grad`: a kernel chosen by name
+                self._record("kernel-option", name, value, s, key=("flag-store", name, id(s)))
         elif isinstance(target, (ast.Tuple, ast.List)):
             self._unpack(target.elts, value, env, s)
         elif isinstance(target, ast.Attribute):
@@ -806,7 +853,7 @@ class Interpreter:
         for position, target in enumerate(targets):
             item: Value | None = None
             if of_parameter and (star is None or position < star):
-                named_grad = isinstance(target, ast.Name) and target.id in self.c.grad_names
+                named_grad = isinstance(target, ast.Name) and self.c.sources.is_carrier_name(target.id)
                 item = None if named_grad else self._parameter_item(value, position)
             elif items is not None:
                 if (star is None and len(items) == len(targets)) or (
@@ -818,9 +865,9 @@ class Interpreter:
                     if back <= len(items):
                         item = items[-back]
             if item is None and isinstance(target, ast.Name):
-                if items is None and target.id in self.c.grad_names:
+                if items is None and self.c.sources.is_carrier_name(target.id):
                     item = self._grad(
-                        1,
+                        self.c.sources.carrier_polarity(target.id) or 1,
                         target,
                         Step(
                             target.lineno,
@@ -840,6 +887,8 @@ class Interpreter:
     def _record(self, kind: str, name: str, value: Value, node: ast.AST, key: tuple[object, ...]) -> None:
         if self.info is not None and self.info.backward:
             return
+        if kind == "flag" and INVERTED_FLAG.match(name):  # `skip_dispatch = ... or not grad`
+            value = replace(value, bdd=self.bdd.negate(value.bdd))
         if (
             not self.bdd.depends_on_grad(value.bdd)
             and kind != "function-forward-read"
@@ -872,6 +921,7 @@ class Interpreter:
         if self.c.is_flag(node.id):
             reads = self.result.forward_reads if not self._backward_context() else self.result.backward_reads
             reads.add(node.id)
+            self.result.read_after[node.id] = max(self.result.read_after.get(node.id, 0), node.lineno)
         return self._read(value, node)
 
     def _free(self, node: ast.Name) -> Value:
@@ -902,11 +952,11 @@ class Interpreter:
                 # a closure's variable: the enclosing function's parameter, `^name` here
                 closed = f"^{name}"
                 return Value(self.bdd.param(self.qualname, closed), ident=("param", self.qualname, closed))
-        if name in self.c.grad_names and (
+        if self.c.sources.is_carrier_name(name) and (
             (self.info is not None and ".<locals>." in self.qualname) or name not in self.index.module_names
         ):
             return self._grad(
-                1,
+                self.c.sources.carrier_polarity(name) or 1,
                 node,
                 Step(
                     node.lineno,
@@ -989,11 +1039,12 @@ class Interpreter:
             if method and not self.index.functions[method].is_property:
                 skip = 0 if self.index.functions[method].static else 1
                 return Value(TRUE, ident=("function", method), function=FunctionRef(method, skip=skip))
-        if self.c.sources.is_carrier_name(attr) and stored is None and not self._backward_context():
+        carried = self.c.sources.carrier_polarity(attr)
+        if carried is not None and stored is None and not self._backward_context():
             # `state_ctx.grad_enabled` of an object nothing in the module stores it on: the
             # carrier by its spelling, as a parameter with no caller is
             said = f"`.{attr}` taken as grad mode by its name (no store of it is seen)"
-            return self._read(self._grad(1, node, Step(node.lineno, node.col_offset, said)), node)
+            return self._read(self._grad(carried, node, Step(node.lineno, node.col_offset, said)), node)
         key = ("attr", base.ident if base.ident is not None else ("v", base.bdd), attr)
         if attr == "requires_grad":
             return Value(self.bdd.recording(key), base.origins, ident=key)
@@ -1122,6 +1173,16 @@ class Interpreter:
     def _e_IfExp(self, node: ast.IfExp, env: Environment) -> Value:
         test = self.eval(node.test, env)
         body, orelse = self.eval(node.body, env), self.eval(node.orelse, env)
+        if self._carries(test.bdd):
+            labels = (callee_label(body), callee_label(orelse))
+            evals = [bool(_EVAL_WORD.search(n)) for n in labels]
+            trains = [bool(_TRAIN_WORD.search(n)) and not e for n, e in zip(labels, evals)]
+            if all(labels) and (evals[0] != evals[1] or trains[0] != trains[1]):
+                # `self.capacity_factor_train if grad else self.capacity_factor_eval`: the
+                # training value where the test holds
+                first = trains[0] or (not trains[1] and evals[1])
+                train = test if first else Value(self.bdd.negate(test.bdd), test.origins)
+                self._record("mode", labels[0 if first else 1], train, node, key=("mode-value", id(node)))
         return self._join_values(test.bdd, test.origins, body, orelse)
 
     def _e_NamedExpr(self, node: ast.NamedExpr, env: Environment) -> Value:
@@ -1358,7 +1419,7 @@ class Interpreter:
         summary is about)?"""
         # a keyword named as grad mode (`is_grad_enabled=...`): the callee takes its
         # parameter as grad mode by that name, its findings are its own
-        named = (v for k, v in keywords if k is None or k not in self.c.grad_names)
+        named = (v for k, v in keywords if k is None or not self.c.sources.is_carrier_name(k))
         return any(self._held(v) for v in (*args, *named))
 
     def _held(self, value: Value) -> bool:
@@ -1465,6 +1526,19 @@ class Interpreter:
             )
             if polarity is not None:
                 return grad_function(polarity)
+        spelled = (
+            node.args[1]
+            if name == "getattr" and len(node.args) in (2, 3)
+            else (node.args[0] if isinstance(func, ast.Attribute) and func.attr == "get" and node.args else None)
+        )
+        if isinstance(spelled, ast.Constant) and isinstance(spelled.value, str):
+            carried = self.c.sources.carrier_polarity(spelled.value)
+            found = None if name == "getattr" or receiver is None else receiver.field(spelled.value)
+            if carried is not None and found is None:
+                # `getattr(module, "_ds_fwd_grad_enabled", True)`, `kwargs.get("is_grad_enabled")`:
+                # a carrier by its spelling, as an attribute is
+                said = f"`{spelled.value}` taken as grad mode by its name"
+                return self._read(self._grad(carried, node, Step(node.lineno, node.col_offset, said)), node)
         if name == "getattr" and len(node.args) == 3 and receiver is None:
             # `getattr(ctx, "overlap", torch.is_grad_enabled())`: the attribute where the
             # object has it, the default where not
@@ -1555,7 +1629,8 @@ class Interpreter:
             return  # autograd's own mode, not a kernel's
         seen = resolved is not None or decided_inside  # a function we see decides inside
         for keyword, value in _expanded(keywords):
-            if not comm and self.c.is_flag(keyword):  # a flag set, whatever the callee (GG001's docs)
+            if not comm and self.c.is_flag(keyword) and not self._used_by_callee(keyword, resolved, elsewhere or []):
+                # a flag handed to a body that we cannot see, or that does not use it: by its name
                 self._record("flag", keyword, value, node, key=("flag-keyword", keyword, id(node)))
             elif _MODE_KEYWORDS.match(keyword) and not seen:
                 self._record("mode", keyword, self._mode_in_effect(value), node, key=("mode", keyword, id(node)))
@@ -1615,6 +1690,10 @@ class Interpreter:
                 self._record(
                     "kernel-option", f"argument {position + 1}", value, node, key=("kernel-arg", position, id(node))
                 )
+        if _TRAINING_ONLY.search(last) and self._carries(self.pc):
+            # `if self.noisy_func is not None and grad: x = self.noisy_func(x)`: the training
+            # numerics in effect only with grad on
+            self._record("mode", f"{last}()", Value(self.pc, self.pc_origins), node, key=("mode-run", id(node)))
         if isinstance(func, ast.Attribute) and func.attr in _MODE_SWITCHES:
             on = _MODE_SWITCHES[func.attr]
             mode = args[0].bdd if (func.attr == "train" and args) else (TRUE if on else FALSE)
@@ -1623,6 +1702,28 @@ class Interpreter:
                 self.bdd.conj(runs, mode) if on else runs, self.pc_origins | (args[0].origins if args else frozenset())
             )
             self._record("mode-switch", f".{func.attr}()", value, node, key=("mode-switch", id(node)))
+
+    def _cover_unknown_options(self) -> None:
+        """An effect whose options are a called function's own (``Fn.apply(x)``) is the
+        same effect as the direct collective of its operations (``all_reduce(x,
+        group=g)``): each happens wherever either does."""
+        by_base: dict[tuple[object, ...], list[CommEffect]] = {}
+        for effect in self._comm:
+            by_base.setdefault((effect.ops, effect.in_loop, effect.stream), []).append(effect)
+        for effects in by_base.values():
+            unknown = [e for e in effects if e.options is None]
+            if not unknown or len(effects) < 2:
+                continue
+            joined = FALSE
+            for effect in unknown:
+                joined = self.bdd.disj(joined, self._comm[effect][0])
+            everything = FALSE
+            for effect in effects:
+                everything = self.bdd.disj(everything, self._comm[effect][0])
+            for effect in effects:
+                bdd, origins, node, name = self._comm[effect]
+                widened = everything if effect.options is None else self.bdd.disj(bdd, joined)
+                self._comm[effect] = (widened, origins, node, name)
 
     def _comm_effect(
         self,
@@ -1645,14 +1746,17 @@ class Interpreter:
             argument = next((k.value for k in node.keywords if k.arg == keyword), None)
             if isinstance(argument, ast.Constant):
                 options.append((keyword, repr(argument.value)))
-            elif _SELECTION_KEYWORDS.search(keyword) or keyword == "stream":
+            elif (_SELECTION_KEYWORDS.search(keyword) or keyword == "stream") and resolved is None and not elsewhere:
+                # the group a collective is called with (a function we see passes it on to
+                # collectives of its own, compared by what they reach)
                 options.append((keyword, value.ident if value.ident is not None else ("v", value.bdd)))
         differentiable = (
             records_autograd(func, self.aliases)
             or (resolved is not None and self.index.autograd_records(resolved[0]))
             or any(_AUTOGRAD_PATH.search(op) for op in ops)
         )
-        effect = CommEffect(ops, frozenset(options), self.loops > 0, self.stream)
+        seen_inside = (resolved is not None and resolved[0] in self.index.functions) or bool(elsewhere)
+        effect = CommEffect(ops, None if seen_inside else frozenset(options), self.loops > 0, self.stream)
         if differentiable:
             self._differentiable.add(effect)
         return effect
