@@ -65,6 +65,9 @@ DEFAULT_COMM_CALL_PATTERNS: tuple[str, ...] = (
     r"userbuffers",
     r"param_(sync|gather)",
     r"pre_?forward_hook",
+    r"unshard",  # FSDP's parameter all-gather
+    r"(^|_)prefetch(_|$)",
+    r"(^|_)sync_(module_)?(buffers|params)",
     r"^(i?send|i?recv|batch_isend_irecv)$",
 )
 #: ... unless it also matches one of these (backward communication)
@@ -74,6 +77,7 @@ DEFAULT_BACKWARD_CALL_PATTERNS: tuple[str, ...] = (
     r"wgrad",
     r"backward",
     r"(^|_)loss(_|$)",  # a loss is computed for its gradient: training-step work
+    r"offload",  # activations moved off the device for the backward
 )
 #: a call named like a question asks about communication, it does not communicate
 _QUERY_CALL = re.compile(r"^_*(is|has|supports|can|should|use|uses|needs|check|enable|disable)_")

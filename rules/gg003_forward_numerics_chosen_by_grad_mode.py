@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from gradgate.rule import Invalid, Rule, Valid
 
 if TYPE_CHECKING:
+    from gradgate.model.bdd import Manager
     from gradgate.model.interpret import Decision
 
 
@@ -89,8 +90,17 @@ class ForwardNumericsChosenByGradMode(Rule):
         ),
     ]
 
-    DECISIONS = frozenset({"mode", "mode-switch", "kernel-option", "callee"})
+    DECISIONS = frozenset({"mode", "mode-switch", "kernel-option", "kernel-flag", "callee"})
     FIXES = False
+
+    @classmethod
+    def judge(cls, decision: Decision, bdd: Manager) -> bool:
+        """A flag naming the precision counts any way grad mode changes it (a dtype
+        chosen by a ternary), but for the opposite polarity (a path with no backward,
+        taken only without grad)."""
+        if decision.kind == "kernel-flag":
+            return bdd.depends_on_grad(decision.bdd) and not bdd.forced_off_by_grad(decision.bdd)
+        return super().judge(decision, bdd)
 
     @classmethod
     def describe(cls, decision: Decision, read: str) -> str:
@@ -98,6 +108,11 @@ class ForwardNumericsChosenByGradMode(Rule):
             return (
                 f"argument `{decision.name}=` of a forward kernel is gated on grad mode (`{read}`): "
                 "under torch.no_grad() the forward computes differently"
+            )
+        if decision.kind == "kernel-flag":
+            return (
+                f"`{decision.name}`, which chooses the forward's precision, is chosen by grad mode "
+                f"(`{read}`): under torch.no_grad() the forward computes differently"
             )
         if decision.kind == "callee":
             return (

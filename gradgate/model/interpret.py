@@ -52,7 +52,11 @@ _NO_BACKWARD_PATH = re.compile(r"(?i)infer|decod|eval|fast|no_?grad|no_?backward
 _AUTOGRAD_PATH = re.compile(r"(?i)^apply$|autograd|differentiable|with_grad")
 #: a flag named so chooses the kernel computing the forward (names are the fallback
 #: where the flag's use is not visible, as for communication flags)
-_NUMERICS_FLAG = re.compile(r"(?i)(^|_)(use_)?(fused|fusion|grouped_mm|flash|fp32|fp8|full_precision)(_|$)")
+_NUMERICS_FLAG = re.compile(r"(?i)(^|_)(use_)?(fused|fusion|grouped_mm|flash|fp8)(_|$)")
+#: ... or the precision it computes in (a dtype chosen by a ternary counts any way)
+_PRECISION_FLAG = re.compile(r"(?i)(^|_)(fp32|fp16|bf16|full_precision|precision|dtype|upcast)(_|$)")
+#: a flag named so chooses training-only behaviour (token dropping, capacity, noise)
+_TRAINING_FLAG = re.compile(r"(?i)(^|_)(drop(_and_pad|_tokens?|_tks)?|capacity(_factor)?|noise|noisy|jitter)(_|$)")
 #: calls that run a training-only regulariser or random draw (noise, jitter, dropout):
 #: run only with grad mode on, grad mode stands in for training mode
 _TRAINING_ONLY = re.compile(
@@ -338,6 +342,10 @@ class Interpreter:
                 # correct. A default autograd does not record either is no reason for grad
                 # mode to choose (vLLM's custom all-reduce vs `dist.all_reduce`).
                 continue
+            if self.bdd.forced_off_by_no_grad(bdd) and self.bdd.asks_recording(bdd):
+                # run only where autograd records (`if grad and x.requires_grad: return
+                # funcol.all_reduce(x)`): the choice is autograd's, the opposite polarity
+                continue
             if (
                 effect in self._differentiable
                 and self.bdd.forced_off_by_no_grad(bdd)
@@ -530,6 +538,19 @@ class Interpreter:
                 if deleted is not None:
                     env.remove(deleted)
         return None
+
+    def _numerics_flag(self, name: str, value: Value, s: ast.stmt) -> None:
+        """A flag set whose name says it chooses the forward's kernel or precision
+        (`use_fused_kernels`, `autocast_dtype`) or training-only behaviour (`drop_and_pad`):
+        names are the fallback, as for communication flags."""
+        if _BOOKKEEPING_KEYWORDS.search(name) or value.function is not None or value.alternatives:
+            return  # a function chosen (`fused = fast if ok else plain`): judged where it is called
+        if _PRECISION_FLAG.search(name):
+            self._record("kernel-flag", name, value, s, key=("flag-store", name, id(s)))
+        elif _NUMERICS_FLAG.search(name):
+            self._record("kernel-option", name, value, s, key=("flag-store", name, id(s)))
+        elif _TRAINING_FLAG.search(name):
+            self._record("mode", name, value, s, key=("flag-store", name, id(s)))
 
     def _used_by_callee(self, parameter: str, resolved: tuple[str, int] | None, elsewhere: list[Callee]) -> bool:
         """Does the function a call runs (of the module, or of another) read ``parameter``?
@@ -818,9 +839,8 @@ class Interpreter:
             env.bind_name(name, value)
             if self.c.is_flag(name):
                 self._record("flag", name, value, s, key=("flag-store", name, id(s)))
-            elif _NUMERICS_FLAG.search(name) and not _BOOKKEEPING_KEYWORDS.search(name):
-                # `use_fused_kernels = self.use_fused_kernels and grad`: a kernel chosen by name
-                self._record("kernel-option", name, value, s, key=("flag-store", name, id(s)))
+            else:
+                self._numerics_flag(name, value, s)
         elif isinstance(target, (ast.Tuple, ast.List)):
             self._unpack(target.elts, value, env, s)
         elif isinstance(target, ast.Attribute):
@@ -837,6 +857,8 @@ class Interpreter:
                     self.result.self_stores.append((target.attr, value, s))
                 if self.c.is_flag(target.attr):
                     self._record("flag", target.attr, value, s, key=("flag-store", target.attr, id(s)))
+                else:
+                    self._numerics_flag(target.attr, value, s)
         elif isinstance(target, ast.Subscript):
             self.eval(target.value, env)
             index = target.slice
