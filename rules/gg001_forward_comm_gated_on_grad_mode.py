@@ -23,13 +23,30 @@ class ForwardCommGatedOnGradMode(Rule):
     - a flag that selects a communication path (named like `ub_overlap_ag`, `*_overlap*`,
       `*all_gather*`, `*_comm`, set in any target form: a name, attribute, subscript,
       dict value, walrus, keyword argument);
-    - whether a forward collective runs at all (`if torch.is_grad_enabled(): dist.all_reduce(x)`,
-      an early `return` of the plain path, a helper of the same module that communicates);
-    - a keyword option of a collective (`async_op=`), and the process group it uses
-      (`group=`: there any dependence on grad mode counts).
+    - whether a forward communication *effect* happens. An effect is what a call
+      communicates, compared across the arms of a decision: the operations it reaches
+      (through the functions it runs: `_AllReduce.apply(x)` whose forward all-reduces is
+      the same effect as `dist.all_reduce(x)`), its constant options (`async_op=True`),
+      its process group and stream, in a loop or not. So `if grad: all_reduce(x,
+      async_op=True) else: all_reduce(x)` is a decision (the async form is dropped under
+      no_grad), and choosing `Fn.apply` or the raw collective of the same operation is
+      not. Communication autograd records (`Fn.apply`, `torch.distributed.nn`, DTensor)
+      run only with grad on, with no other form of it, is autograd's choice (the opposite
+      polarity), as is a path whose condition asks `x.requires_grad`;
+    - an option of a collective, by keyword (`async_op=`) or by position (a decision made
+      of grad mode, not grad mode passed on), and the process group or stream it uses
+      (`group=`, `with torch.cuda.stream(s)`: any dependence on grad mode counts);
+    - flags named for communication (above, and `dispatch`, `prefetch`, `p2p`) where the
+      function they are handed does not read them; `skip_`/`no_`/`disable_` flags say the
+      path is *not* taken.
 
-    The finding points at the grad-mode read through which grad mode enters; the path it
-    took from its capture is shown in `note:` lines.
+    A decision made in a function the call runs, in this module or another, is reported
+    at its deciding predicate: in the callee, at the read of the parameter that carries
+    grad mode, when grad mode itself is passed on; in the caller, where grad mode is
+    combined into what is passed (`f(async_op=self.async_op and grad)`).
+
+    The finding points at the grad-mode read through which grad mode enters the decision;
+    the path it took from its capture is shown in `note:` lines (SARIF `codeFlows`).
 
     ## Why is this bad?
     Grad mode says whether autograd records the forward for a backward pass; it says
@@ -71,6 +88,10 @@ class ForwardCommGatedOnGradMode(Rule):
     - **safe** (applied by `gradgate fix`): the path needs nothing that only grad mode
       prepares; TransformerEngine 2.x's LayerNormLinear/LayerNormMLP gates (the
       `gradgate harness` shows on GPUs that the fixed overlap gives the same numbers).
+    - **unsafe**, grad mode standing in for training mode (held as `training = ...`, read
+      as `if training:`): the fix puts the module's mode, `self.training`, in the read's
+      place, which changes what an eval forward under no_grad does too (apex
+      SyncBatchNorm before 43246540).
     - **unsafe** (applied with `--unsafe-fixes`, shown otherwise): grad mode also decides,
       elsewhere in the same forward, how what the path needs is prepared: a call that takes
       grad mode itself and a value prepared on the gated path (TE 1.x's
@@ -89,6 +110,13 @@ class ForwardCommGatedOnGradMode(Rule):
     DECISIONS = frozenset({"flag", "comm", "comm-option", "selection"})
 
     VALID = [
+        # the autograd Function and the raw collective of the same operation: one effect
+        Valid(
+            "import torch\nimport torch.distributed as dist\nclass _AR(torch.autograd.Function):\n"
+            "    @staticmethod\n    def forward(ctx, x):\n        dist.all_reduce(x)\n        return x\n"
+            "def f(x):\n    if torch.is_grad_enabled():\n        return _AR.apply(x)\n"
+            "    dist.all_reduce(x)\n    return x\n"
+        ),
         Valid("backward_needs_input = is_grad_enabled and weight_requires_grad\n"),
         Valid("ub_overlap_rs_dgrad = ub_overlap_rs_dgrad and is_grad_enabled\n"),
         Valid("ub_bulk_wgrad = ub_bulk_wgrad and is_grad_enabled\n"),
@@ -102,6 +130,15 @@ class ForwardCommGatedOnGradMode(Rule):
         Valid("def is_grad_enabled(): ...\nub_overlap_ag = ub_overlap_ag and some.is_grad_enabled()\n"),
     ]
     INVALID = [
+        Invalid(
+            # two arms that communicate differently: the async form is dropped under no_grad
+            "import torch\nimport torch.distributed as dist\ndef f(x):\n    if torch.is_grad_enabled():\n"
+            "        dist.all_reduce(x, async_op=True)\n    else:\n        dist.all_reduce(x)\n",
+            line=4,
+            column=8,
+            expected_replacement="import torch\nimport torch.distributed as dist\ndef f(x):\n"
+            "    dist.all_reduce(x, async_op=True)\n",
+        ),
         Invalid(
             # grad mode forcing a path on is a gate too: without it the path is the caller's
             "ub_overlap_ag = ub_overlap_ag or is_grad_enabled\n",
@@ -205,10 +242,20 @@ class ForwardCommGatedOnGradMode(Rule):
                 f"forward communication flag `{name}` is gated on grad mode (`{read}`): "
                 "under torch.no_grad() the requested path is silently dropped"
             )
+        if decision.kind == "comm" and "` (" in name:
+            return (
+                f"forward communication `{name}) is gated on grad mode (`{read}`): "
+                "under torch.no_grad() another form of it runs"
+            )
         if decision.kind == "comm":
             return (
                 f"forward communication `{name}(...)` is gated on grad mode (`{read}`): "
                 "under torch.no_grad() it is silently skipped"
+            )
+        if decision.kind == "selection" and name == "stream":
+            return (
+                f"the stream forward communication runs on is chosen by grad mode (`{read}`): "
+                "the no_grad forward does not overlap it as the recompute does"
             )
         if decision.kind == "selection":
             return (

@@ -62,6 +62,7 @@ class ForwardNumericsChosenByGradMode(Rule):
     MESSAGE = "forward numerics chosen by grad mode"
 
     VALID = [
+        Valid("import torch\nx = torch.empty(3, requires_grad=torch.is_grad_enabled())\n"),
         Valid("out = kernel(x, config.training)\n"),
         Valid("needs_input = training and is_grad_enabled\n"),
         Valid("if self.training and is_grad_enabled:\n    ctx.save_for_backward(x)\n"),
@@ -70,6 +71,12 @@ class ForwardNumericsChosenByGradMode(Rule):
         Valid("margin = self.fwd_margin if is_grad_enabled else self.inf_margin\n"),
     ]
     INVALID = [
+        Invalid(
+            # Megatron-LM core_v0.19.0 moe_utils.py: top-k sorted only with grad on
+            "import torch\ndef route(scores, k):\n    return torch.topk(scores, k, sorted=torch.is_grad_enabled())\n",
+            line=3,
+            column=41,
+        ),
         Invalid(
             # DeepSpeed's fused transformer: grad mode stored on the config, then conjoined
             "import torch\n"

@@ -21,7 +21,7 @@ import sys
 from ..config import Config
 from .analysis import ModuleAnalysis
 from .decisions import kind_of
-from .interpret import CommEffect, Decision
+from .interpret import CommEffect, Decision, effect_form
 from .project import Project
 
 
@@ -55,18 +55,14 @@ def describe(
 
 
 def _effect(decision: Decision) -> str:
-    """A communication decision's effect, where it differs from the plain call."""
+    """A communication decision's effect: the operations it reaches and its form."""
     key = decision.key
     effect = key[1] if len(key) > 1 and isinstance(key[1], CommEffect) else None
     if effect is None:
         return ""
-    parts = [f"{k}={v}" for k, v in sorted(effect.options or (), key=str) if isinstance(v, str)]
-    if effect.in_loop:
-        parts.append("in a loop")
-    if effect.stream is not None:
-        parts.append("on a chosen stream")
+    form = effect_form(effect)
     ops = "/".join(sorted(effect.ops))
-    return f" [{ops}{': ' if parts else ''}{', '.join(parts)}]"
+    return f" [{ops}{': ' + form if form != 'this form' else ''}]"
 
 
 def main(argv: list[str] | None = None) -> int:

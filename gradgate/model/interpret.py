@@ -355,6 +355,8 @@ class Interpreter:
                 # of it without grad (`if not grad: return local(x)` then `DTensor.from_local`):
                 # grad mode chooses whether autograd records it, the opposite polarity
                 continue
+            if any(other != effect and other.ops == effect.ops for other in self._comm):
+                name = f"{name}` ({effect_form(effect)}"  # another form of it runs without grad
             self._record("comm", name, Value(bdd, origins), node, key=("comm", effect))
         # a flag that only captures grad mode (`prefetch_allowed = torch.is_grad_enabled()`)
         # and is read after: its reads decide, not the capture
@@ -1882,6 +1884,17 @@ class Interpreter:
 
 #: items of a forwarded ``*args`` a summary follows
 _FORWARDED_ITEMS = 8
+
+
+def effect_form(effect: CommEffect) -> str:
+    """How an effect differs from other forms of its operations: its constant options, in
+    a loop, on a chosen stream (``async_op=True, in a loop``)."""
+    parts = [f"{k}={v}" for k, v in sorted(effect.options or (), key=str) if isinstance(v, str)]
+    if effect.in_loop:
+        parts.append("in a loop")
+    if effect.stream is not None:
+        parts.append("on a chosen stream")
+    return ", ".join(parts) or "this form"
 
 
 def grad_function(polarity: int) -> Value:
