@@ -134,11 +134,15 @@ def plan(
     block_of: BlockIndex,
     source: SourceLines,
     fixed_too: frozenset[ast.AST] = frozenset(),
+    decided: frozenset[ast.AST] | None = None,
 ) -> FixPlan | None:
     """The plan that sets ``target`` (a grad-mode expression) to ``value`` inside
     ``statement``, or None (report only). ``block_of`` finds the node and list holding
     a statement; ``fixed_too`` are the other reads the same fix run sets (a chain of
-    nothing but them has nothing left to keep: report only)."""
+    nothing but them has nothing left to keep: report only). ``decided``: the nodes of
+    the decisions the read gates (a flag's statement, a collective's call): an ``if``
+    is dropped only where what else its branches do is plain assignment, so that the
+    fix changes the gated decision and nothing else (None: not asked)."""
     span = source.span(statement)
     if span[2] - span[0] > MAX_STATEMENT_LINES or len(source.text(span)) > MAX_STATEMENT_CHARS:
         return None  # LibCST on it would cost far more than the check: report only
@@ -182,8 +186,33 @@ def plan(
             return FixPlan(statement, "remove-element", source.span(parent), source.span(target))
         return None
     if parent is statement:
+        if isinstance(statement, ast.If) and decided is not None and not _only_the_gate(statement, decided):
+            return None  # `if not grad: flag = False; cache.clear()`: the cache must stay gated
         return _statement_plan(statement, target, value, block_of, source)
     return None
+
+
+def _only_the_gate(statement: ast.If, decided: frozenset[ast.AST]) -> bool:
+    """Is every statement of the ``if``'s branches a decision the read gates, or a plain
+    assignment that calls nothing (its value is what the gate decides)? Then dropping the
+    test changes the gated decision only."""
+    # another form of a decided collective (`all_reduce(x)` beside `all_reduce(x, async_op=True)`)
+    forms = {ast.dump(n.func) for n in decided if isinstance(n, ast.Call)}
+    for branch in (statement.body, statement.orelse):
+        for child in branch:
+            if isinstance(child, ast.Pass) or child in decided:
+                continue
+            if any(node in decided for node in ast.walk(child)):
+                continue
+            calls = [n for n in ast.walk(child) if isinstance(n, ast.Call)]
+            if calls and all(ast.dump(c.func) in forms for c in calls):
+                continue
+            if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and not any(
+                isinstance(node, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom)) for node in ast.walk(child)
+            ):
+                continue
+            return False
+    return True
 
 
 def substitute(target: ast.AST, text: str, statement: ast.stmt, source: SourceLines) -> FixPlan | None:
