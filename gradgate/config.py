@@ -102,7 +102,10 @@ UNUSED_SUPPRESSION_CODE = "GG100"
 
 
 #: a name holding one of these spells grad mode (``fwd_grad_enabled``, ``grad_mode``) ...
-_GRAD_CARRIER = re.compile(r"(^|_)grad_(enabled|mode)(_enabled)?($|_)")
+_GRAD_CARRIER = re.compile(
+    r"(^|_)grad_(enabled|mode)(_enabled)?($|_)"
+    r"|^_*needs_grad$"
+)
 #: ... or inference mode (``inference_mode``, ``is_inference_mode_enabled``) ...
 _INFERENCE_CARRIER = re.compile(r"(^|_)inference_mode(_enabled)?$")
 #: ... unless it names a setter, a switch, or another autograd mode
@@ -110,7 +113,7 @@ _NOT_CARRIER = re.compile(r"set_|enable_grad|no_grad|compiled|anomaly|forward_ad
 
 
 #: the words every name :meth:`GradSources.carrier_polarity` accepts holds one of
-_CARRIER_WORDS = frozenset({"grad_enabled", "grad_mode", "inference_mode"})
+_CARRIER_WORDS = frozenset({"grad_enabled", "grad_mode", "inference_mode", "needs_grad"})
 
 
 class GradSources:

@@ -360,10 +360,8 @@ class _Analysis:
             applicability = Applicability.UNSAFE if fix_plan is not None else None
             message += " (grad mode stands in for training mode here)"
         elif rule.FIXES and all(e.proven for e in entries):
-            decided = frozenset(e.decision.node for e in entries)
-            fix_plan = plan(
-                target[0], target[1], statement, self.blocks, self.source, fixed_too - {target[0]}, decided
-            )
+            decided = frozenset(e.decision.node for e in entries) | {e.decision.name for e in entries}
+            fix_plan = plan(target[0], target[1], statement, self.blocks, self.source, fixed_too - {target[0]}, decided)
         coupled = sorted({c.lineno for e in entries for c in e.coupled})
         if fix_plan is not None and proxy is None:
             applicability = Applicability.UNSAFE if coupled else Applicability.SAFE

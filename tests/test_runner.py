@@ -112,14 +112,14 @@ def test_the_fast_exit_keeps_exit_codes_and_output(tmp_path):
 
 def test_the_prefilter_scans_for_what_every_token_holds_first():
     """The tokens are the words every grad-mode source and carrier spells (issue 27: a
-    name holding ``grad_mode`` or ``inference_mode`` carries it too); a token inside
+    name holding ``grad_mode``, ``inference_mode`` or ``needs_grad`` carries it too); a token inside
     another is not scanned for; they share no part of 4 bytes, so there is no gate; the
     function names of other files still count."""
     from gradgate.prefilter import may_hold_findings
     from gradgate.records import replace
 
     config = Config()
-    assert config.prefilter_tokens() == (b"grad_enabled", b"grad_mode", b"inference_mode")
+    assert config.prefilter_tokens() == (b"grad_enabled", b"grad_mode", b"inference_mode", b"needs_grad")
     assert config.prefilter_gate() is None
     assert may_hold_findings(b"x = torch.is_grad_enabled()", config)
     assert not may_hold_findings(b"x = torch.no_grad()", config)

@@ -15,6 +15,7 @@ import ast
 
 from ..records import record
 from .analysis import parents_of
+from .index import dotted
 from .lines import split_lines
 
 #: a span: first line, first column, last line, end column (1-based lines, 0-based
@@ -134,7 +135,7 @@ def plan(
     block_of: BlockIndex,
     source: SourceLines,
     fixed_too: frozenset[ast.AST] = frozenset(),
-    decided: frozenset[ast.AST] | None = None,
+    decided: frozenset[ast.AST | str] | None = None,
 ) -> FixPlan | None:
     """The plan that sets ``target`` (a grad-mode expression) to ``value`` inside
     ``statement``, or None (report only). ``block_of`` finds the node and list holding
@@ -192,10 +193,10 @@ def plan(
     return None
 
 
-def _only_the_gate(statement: ast.If, decided: frozenset[ast.AST]) -> bool:
-    """Is every statement of the ``if``'s branches a decision the read gates, or a plain
-    assignment that calls nothing (its value is what the gate decides)? Then dropping the
-    test changes the gated decision only."""
+def _only_the_gate(statement: ast.If, decided: frozenset[ast.AST | str]) -> bool:
+    """Is every statement of the ``if``'s branches a decision the read gates (a node of
+    ``decided``, or a store of a flag it names), or a plain assignment that calls nothing?
+    Then dropping the test changes the gated decision only."""
     # another form of a decided collective (`all_reduce(x)` beside `all_reduce(x, async_op=True)`)
     forms = {ast.dump(n.func) for n in decided if isinstance(n, ast.Call)}
     for branch in (statement.body, statement.orelse):
@@ -207,6 +208,15 @@ def _only_the_gate(statement: ast.If, decided: frozenset[ast.AST]) -> bool:
             calls = [n for n in ast.walk(child) if isinstance(n, ast.Call)]
             if calls and all(ast.dump(c.func) in forms for c in calls):
                 continue
+            targets = (
+                child.targets
+                if isinstance(child, ast.Assign)
+                else [child.target]
+                if isinstance(child, (ast.AnnAssign, ast.AugAssign))
+                else []
+            )
+            if targets and all((dotted(t) or "").rsplit(".", 1)[-1] in decided for t in targets):
+                continue  # the decided flag's own store (`flag = f(x)` under `if grad:`)
             if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and not any(
                 isinstance(node, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom)) for node in ast.walk(child)
             ):

@@ -65,6 +65,8 @@ _TRAINING_ONLY = re.compile(
 #: names of a value's train and eval counterparts (`capacity_factor_train`, `eval_capacity_factor`)
 _TRAIN_WORD = re.compile(r"(?i)(^|_)train(ing)?(_|$)")
 _EVAL_WORD = re.compile(r"(?i)(^|_)(eval|test)(_|$)")
+#: a keyword naming a resource of communication: its stream, group, buckets, codecs
+_COMM_RESOURCE = re.compile(r"(?i)(^|_)(stream|group|pg|process_group|bucket_size|codecs?)$")
 #: keyword arguments that serve autograd or bookkeeping, not the forward's numerics
 _BOOKKEEPING_KEYWORDS = re.compile(
     r"grad|backward|bwd|save|keep|retain|cache|ctx|columnwise|rowwise|usage|reentrant|rng|track|graph|hook"
@@ -808,12 +810,42 @@ class Interpreter:
         subject = self.eval(s.subject, env)
         branches: list[tuple[int, frozenset[ast.AST], list[ast.stmt]]] = []
         for case in s.cases:
-            condition = self._opaque(("case", id(case)), subject.origins)
+            condition = self._pattern(case.pattern, subject, ("case", id(case)))
             if case.guard is not None:
                 guard = self.eval(case.guard, env)
                 condition = Value(self.bdd.conj(condition.bdd, guard.bdd), condition.origins | guard.origins)
             branches.append((condition.bdd, condition.origins, case.body))
         return self._chain(s, branches, env)
+
+    def _pattern(self, pattern: ast.pattern, subject: Value, key: tuple[object, ...]) -> Value:
+        """When a case's pattern matches: a wildcard always, ``True``/``False`` where the
+        subject is (or is not), item by item for a sequence pattern on a tuple subject
+        (``match (self.overlap, torch.is_grad_enabled()): case (True, True): ...``); an
+        atom of its own otherwise."""
+        if isinstance(pattern, ast.MatchAs) and pattern.pattern is None:
+            return Value(TRUE)
+        constant = (
+            pattern.value
+            if isinstance(pattern, ast.MatchSingleton)
+            else pattern.value.value
+            if isinstance(pattern, ast.MatchValue) and isinstance(pattern.value, ast.Constant)
+            else ...
+        )
+        if isinstance(constant, bool) or (constant is None and isinstance(pattern, ast.MatchSingleton)):
+            bdd = subject.bdd if constant else self.bdd.negate(subject.bdd)
+            return Value(bdd, subject.origins)
+        if (
+            isinstance(pattern, ast.MatchSequence)
+            and subject.items is not None
+            and len(pattern.patterns) == len(subject.items)
+            and not any(isinstance(p, ast.MatchStar) for p in pattern.patterns)
+        ):
+            bdd, origins = TRUE, frozenset[ast.AST]()
+            for position, (inner, item) in enumerate(zip(pattern.patterns, subject.items)):
+                matched = self._pattern(inner, item, (*key, position))
+                bdd, origins = self.bdd.conj(bdd, matched.bdd), origins | matched.origins
+            return Value(bdd, origins)
+        return self._opaque(key, subject.origins)
 
     def _chain(
         self, s: ast.stmt, branches: list[tuple[int, frozenset[ast.AST], list[ast.stmt]]], env: Environment
@@ -1196,7 +1228,15 @@ class Interpreter:
 
     def _e_IfExp(self, node: ast.IfExp, env: Environment) -> Value:
         test = self.eval(node.test, env)
-        body, orelse = self.eval(node.body, env), self.eval(node.orelse, env)
+        # each arm runs under its path condition (`_batch_p2p(ops) if grad else _serial_p2p(ops)`)
+        saved = self.pc, self.pc_origins
+        try:
+            self.pc, self.pc_origins = self.bdd.conj(saved[0], test.bdd), saved[1] | test.origins
+            body = self.eval(node.body, env)
+            self.pc = self.bdd.conj(saved[0], self.bdd.negate(test.bdd))
+            orelse = self.eval(node.orelse, env)
+        finally:
+            self.pc, self.pc_origins = saved
         if self._carries(test.bdd):
             labels = (callee_label(body), callee_label(orelse))
             evals = [bool(_EVAL_WORD.search(n)) for n in labels]
@@ -1658,6 +1698,14 @@ class Interpreter:
                 self._record("flag", keyword, value, node, key=("flag-keyword", keyword, id(node)))
             elif _MODE_KEYWORDS.match(keyword) and not seen:
                 self._record("mode", keyword, self._mode_in_effect(value), node, key=("mode", keyword, id(node)))
+            elif (
+                not comm
+                and _COMM_RESOURCE.search(keyword)
+                and not self._used_by_callee(keyword, resolved, elsewhere or [])
+            ):
+                # `cp_stream=`, `group=`, `bucket_size=` handed to a body we cannot see: the
+                # stream, group or bucketing of its communication, chosen here
+                self._record("selection", keyword, value, node, key=("selection", keyword, id(node)))
             elif not seen and not comm and self._kernel_keyword(func, keyword):
                 # an argument of a kernel that no visible body takes apart (`torch.topk(...,
                 # sorted=grad)`): the forward computes differently
