@@ -41,7 +41,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from evaluate import Package, excluded, find_root, unpack  # noqa: E402
+from evaluate import Package, add_run_arguments, excluded, find_root, unpack  # noqa: E402
 
 EXCLUDE_DIRS = ("tests", "test", "docs")
 PIP = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--ignore-requires-python"]
@@ -232,15 +232,7 @@ def render(results: list[Result], skipped: list[Skipped]) -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--packages", type=Path, default=HERE / "ecosystem.json")
-    parser.add_argument(
-        "--cache", type=Path, default=None, help="download/unpack directory, reused between runs (default: a temp dir)"
-    )
-    parser.add_argument("--package", action="append", default=None, help="only this package (repeatable)")
-    parser.add_argument(
-        "--gradgate",
-        default=f"{shlex.quote(sys.executable)} -m gradgate",
-        help="command that runs gradgate (default: %(default)s)",
-    )
+    add_run_arguments(parser)
     parser.add_argument(
         "--max-wheel-mb", type=int, default=1500, help="use the sdist when the wheel is larger (default: %(default)s)"
     )

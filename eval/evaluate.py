@@ -375,10 +375,8 @@ def source_lines(report: Report, labels: list[Label], roots: dict[str, Path]) ->
 # ------------------------------------------------------------------------ main
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--packages", type=Path, default=HERE / "packages.json")
-    parser.add_argument("--labels", type=Path, default=HERE / "labels.csv")
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every script that downloads packages and runs gradgate on them takes."""
     parser.add_argument(
         "--cache", type=Path, default=None, help="download/unpack directory, reused between runs (default: a temp dir)"
     )
@@ -388,6 +386,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=f"{shlex.quote(sys.executable)} -m gradgate",
         help="command that runs gradgate (default: %(default)s)",
     )
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--packages", type=Path, default=HERE / "packages.json")
+    parser.add_argument("--labels", type=Path, default=HERE / "labels.csv")
+    add_run_arguments(parser)
     parser.add_argument(
         "--findings-from",
         type=Path,
