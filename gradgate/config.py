@@ -106,14 +106,16 @@ _GRAD_CARRIER = re.compile(
     r"(^|_)grad_(enabled|mode)(_enabled)?($|_)"
     r"|^_*needs_grad$"
 )
-#: ... or inference mode (``inference_mode``, ``is_inference_mode_enabled``) ...
-_INFERENCE_CARRIER = re.compile(r"(^|_)inference_mode(_enabled)?$")
+#: ... or inference mode (``is_inference_mode``, ``inference_mode_enabled``) ...
+_INFERENCE_CARRIER = re.compile(r"(^|_)inference_mode_enabled$|^_*is_inference_mode$")
 #: ... unless it names a setter, a switch, or another autograd mode
 _NOT_CARRIER = re.compile(r"set_|enable_grad|no_grad|compiled|anomaly|forward_ad|grad_mode_(context|ctx|guard)")
 
 
 #: the words every name :meth:`GradSources.carrier_polarity` accepts holds one of
-_CARRIER_WORDS = frozenset({"grad_enabled", "grad_mode", "inference_mode", "needs_grad"})
+#: (not bare ``inference_mode``: ``torch.inference_mode()`` is the context manager, in
+#: thousands of files that then could not be skipped unread)
+_CARRIER_WORDS = frozenset({"grad_enabled", "grad_mode", "needs_grad", "is_inference_mode", "inference_mode_enabled"})
 
 
 class GradSources:
@@ -164,9 +166,13 @@ class GradSources:
         return frozenset({q.rsplit(".", 1)[-1] for q in self.functions} | self.names | _CARRIER_WORDS)
 
     def tokens(self, also: tuple[str, ...] = ()) -> tuple[bytes, ...]:
-        """:meth:`words` (and ``also``) as byte strings, less a word holding another
-        (``is_grad_enabled`` holds ``grad_enabled``): the other finds every file it would."""
-        names = {*self.words(), *also}
+        """The bytes pre-filter's tokens: the sources' last names and the configured
+        carrier names (and ``also``) as byte strings, less a word holding another
+        (``is_grad_enabled`` holds ``grad_enabled``): the other finds every file it would.
+        The other spellings a carrier may have (``grad_mode``) are not scanned for: a
+        module holding no source and no configured name reads grad mode only from its
+        callers, whose analysis follows it there (and they share ``_enabled``, one scan)."""
+        names = {*(q.rsplit(".", 1)[-1] for q in self.functions), *self.names, *also}
         kept = {n for n in names if not any(other != n and other in n for other in names)}
         return tuple(sorted(n.encode() for n in kept))
 

@@ -30,9 +30,9 @@ def test_workers_cache_and_plain_engine_agree_on_te(te_sources, tmp_path, monkey
     warm = list(run(["transformer_engine"], config, RunOptions(jobs=2, cache_dir=cache)))
     assert _key(plain) == _key(one) == _key(two) == _key(cold) == _key(warm)
     assert [r.path for r in two] == [d.path for d in discover(["transformer_engine"])]  # discovery order
-    # the bytes pre-filter leaves 19 of TE's 222 files; on a warm run nothing is parsed
-    assert Counter(r.stage for r in cold)["prefilter"] == 203
-    assert Counter(r.stage for r in warm) == Counter({"prefilter": 203, "cache": 19})
+    # the bytes pre-filter leaves 18 of TE's 222 files; on a warm run nothing is parsed
+    assert Counter(r.stage for r in cold)["prefilter"] == 204
+    assert Counter(r.stage for r in warm) == Counter({"prefilter": 204, "cache": 18})
 
 
 def test_cli_outputs_are_identical_with_one_or_two_workers(te_sources, tmp_path):
@@ -111,16 +111,14 @@ def test_the_fast_exit_keeps_exit_codes_and_output(tmp_path):
 
 
 def test_the_prefilter_scans_for_what_every_token_holds_first():
-    """The tokens are the words every grad-mode source and carrier spells (issue 27: a
-    name holding ``grad_mode``, ``inference_mode`` or ``needs_grad`` carries it too); a token inside
-    another is not scanned for; they share no part of 4 bytes, so there is no gate; the
-    function names of other files still count."""
+    """A file without ``_enabled`` holds no grad-mode token: one scan decides; a token
+    inside another is not scanned for; the function names of other files still count."""
     from gradgate.prefilter import may_hold_findings
     from gradgate.records import replace
 
     config = Config()
-    assert config.prefilter_tokens() == (b"grad_enabled", b"grad_mode", b"inference_mode", b"needs_grad")
-    assert config.prefilter_gate() is None
+    assert config.prefilter_tokens() == (b"grad_enabled", b"grad_mode_enabled", b"is_inference_mode_enabled")
+    assert config.prefilter_gate() == b"_enabled"
     assert may_hold_findings(b"x = torch.is_grad_enabled()", config)
     assert not may_hold_findings(b"x = torch.no_grad()", config)
     assert may_hold_findings(b"x = grad_on()", config, frozenset({b"grad_on"}))

@@ -43,6 +43,10 @@ class Entry:
     trail: tuple[Step, ...]
 
 
+#: returns of one function joined into the condition it returns, at most
+_MAX_RETURNS_JOINED = 32
+
+
 class ModuleAnalysis:
     def __init__(
         self,
@@ -257,13 +261,18 @@ class ModuleAnalysis:
         bdd = self.bdd
         joined = FALSE
         origins: frozenset[ast.AST] = frozenset()
-        for value, condition in zip(result.returns, result.return_conditions):
-            if value.items is not None or value.fields is not None or value.function is not None:
-                return None
-            joined = bdd.disj(joined, bdd.conj(condition, value.bdd))
-            origins |= value.origins
-        if not bdd.depends_on_grad(joined) or not any(o in result.read_vars for o in origins):
+        if len(result.returns) > _MAX_RETURNS_JOINED:
             return None
+        try:
+            for value, condition in zip(result.returns, result.return_conditions):
+                if value.items is not None or value.fields is not None or value.function is not None:
+                    return None
+                joined = bdd.disj(joined, bdd.conj(condition, value.bdd))
+                origins |= value.origins
+            if not bdd.depends_on_grad(joined) or not any(o in result.read_vars for o in origins):
+                return None
+        except BudgetExceeded:
+            return None  # too large a condition to follow: the function's own findings stay
         return Value(joined, origins)
 
     def _parameter_values(self, info: FunctionInfo, sites: list[CallSite]) -> tuple[dict[str, Value], set[str]]:
