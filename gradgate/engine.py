@@ -541,7 +541,7 @@ class _Analysis:
 
 def _numerics(entry: Entry) -> bool:
     """Is the entry's decision a choice of numerics (a kernel's argument, the callee)?"""
-    return kind_of(entry.decision.kind).intent == "numerics" and entry.decision.kind != "function-forward-read"
+    return kind_of(entry.decision.kind).intent == "numerics"
 
 
 def _edit(old: str, new: str) -> Edit:

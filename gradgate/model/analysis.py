@@ -72,6 +72,8 @@ class ModuleAnalysis:
         self.bdd = Manager()
         self.context = Context(self.index, self.bdd, self.project, self.module)
         self.results: dict[str | None, FunctionResult] = {}
+        #: each grad-mode read's function result (see :meth:`owner_of`), made on first use
+        self._owners: dict[ast.AST, FunctionResult] | None = None
         self.failed: list[str] = []
         #: the other files whose summaries the findings rest on
         self.dependencies: frozenset[str] = frozenset()
@@ -429,10 +431,9 @@ class ModuleAnalysis:
         own = self.results.get(function)
         if own is not None and origin in own.origins and origin in own.read_vars:
             return own
-        for result in self.results.values():
-            if origin in result.origins and origin in result.read_vars:
-                return result
-        return None
+        if self._owners is None:  # the results are final once decisions are asked for
+            self._owners = {o: r for r in self.results.values() for o in r.origins if o in r.read_vars}
+        return self._owners.get(origin)
 
     @property
     def decisions(self) -> list[Decision]:

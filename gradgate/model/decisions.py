@@ -13,7 +13,8 @@ A kind says how grad mode must act on a decision for it to be a finding:
 ``intent`` says what the decision is for, which is what a fix may substitute for
 grad mode: ``performance`` (a communication or overlap path: its grad-on value),
 ``numerics`` (a kernel's arguments or the callee computing the forward: report only),
-``training`` (grad mode standing in for training mode: ``module.training``, unsafe).
+``training`` (grad mode standing in for training mode: ``module.training``, unsafe),
+``dead-read`` (grad mode read where it is always off: inside ``Function.forward``).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ CALLEE = register(DecisionKind("callee", True, "the function computing the forwa
 MODE_SWITCH = register(DecisionKind("mode-switch", True, "a module's train/eval switch", "training"))
 MODE_SELECTOR = register(DecisionKind("mode-selector", True, "a selector by train/eval mode", "training"))
 FUNCTION_FORWARD_READ = register(
-    DecisionKind("function-forward-read", False, "grad mode read in autograd.Function.forward", "numerics")
+    DecisionKind("function-forward-read", False, "grad mode read in autograd.Function.forward", "dead-read")
 )
 
 #: the names of the kinds where any dependence on grad mode counts

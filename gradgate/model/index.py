@@ -568,8 +568,8 @@ class ModuleIndex:
             qualified = qualify(name, aliases)
             if any(qualified == api or qualified.startswith(api + ".") for api in self.config.all_comm_apis):
                 return not NON_COMM_API_NAMES.match(qualified.rsplit(".", 1)[-1])
-        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-        return last is not None and self.config.is_forward_comm_call(last)
+        last = last_name(func)
+        return bool(last) and self.config.is_forward_comm_call(last)
 
     def aliases_of(self, info: FunctionInfo) -> dict[str, str]:
         """The module's import aliases, with the function's own imports over them."""
@@ -627,7 +627,7 @@ class ModuleIndex:
         self, qualname: str, depth: int = 0, outside: Callable[[ast.Call, FunctionInfo], bool] | None = None
     ) -> frozenset[str]:
         """The forward communication a function of the module performs, as the names of
-        the operations it reaches (``all_reduce``, ``wait_stream``; a call of another
+        the operations it reaches (``all_reduce``, ``reduce_scatter_tensor``; a call of another
         module that ``outside`` says communicates: its dotted name): what two calls are
         compared by, so that ``_AllReduce.apply(x)`` and ``dist.all_reduce(x)`` are the
         same effect."""
@@ -691,13 +691,19 @@ def records_autograd(func: ast.AST, aliases: dict[str, str]) -> bool:
     return qualify(dotted(func) or "", aliases).startswith(DIFFERENTIABLE_APIS)
 
 
+def last_name(func: ast.AST) -> str:
+    """The last name a call's function is spelled with (``dist.all_reduce``: ``all_reduce``),
+    "" for an expression that has none (a call's result, a subscript)."""
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
 def op_name(func: ast.AST) -> str:
     """The operation a communication call names: its last name without leading
     underscores (``dist.all_reduce``, ``torch.distributed.nn.functional.all_reduce`` and
     ``_all_reduce`` are one operation)."""
     while isinstance(func, ast.Call) and len(func.args) == 1 and not func.keywords:
         func = func.args[0]
-    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else "call"
+    last = last_name(func) or "call"
     return last.lstrip("_") or last
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ from .index import (
     FunctionInfo,
     ModuleIndex,
     dotted,
+    last_name,
     op_name,
     qualify,
     records_autograd,
@@ -323,6 +325,8 @@ class Interpreter:
         if self.info is None:
             self._note_bound_sources(None, env)
         self._cover_unknown_options()
+        #: how many effects each set of operations has (more than one: forms of it)
+        forms = Counter(effect.ops for effect in self._comm)
         fast_paths = [
             (n.lineno, n.col_offset, o, effect.ops, self.bdd.asks_recording(b))
             for effect, (b, o, n, _) in self._comm.items()
@@ -348,16 +352,12 @@ class Interpreter:
                 # run only where autograd records (`if grad and x.requires_grad: return
                 # funcol.all_reduce(x)`): the choice is autograd's, the opposite polarity
                 continue
-            if (
-                effect in self._differentiable
-                and self.bdd.forced_off_by_no_grad(bdd)
-                and not any(other != effect and other.ops == effect.ops for other in self._comm)
-            ):
+            if effect in self._differentiable and self.bdd.forced_off_by_no_grad(bdd) and forms[effect.ops] == 1:
                 # communication autograd records, run only with grad on, and no other form
                 # of it without grad (`if not grad: return local(x)` then `DTensor.from_local`):
                 # grad mode chooses whether autograd records it, the opposite polarity
                 continue
-            if any(other != effect and other.ops == effect.ops for other in self._comm):
+            if forms[effect.ops] > 1:
                 name = f"{name}` ({effect_form(effect)}"  # another form of it runs without grad
             self._record("comm", name, Value(bdd, origins), node, key=("comm", effect))
         # a flag that only captures grad mode (`prefetch_allowed = torch.is_grad_enabled()`)
@@ -596,7 +596,7 @@ class Interpreter:
         """Is ``keyword`` an argument by which the called function computes the forward,
         not autograd's bookkeeping (``requires_grad=``, ``columnwise=``, ``use_reentrant=``),
         a grad-mode pass-through (``is_grad_enabled=``) or a record's field?"""
-        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        last = last_name(func)
         if _NOT_KERNELS.match(last) or last in self.index.classes or last[:1].isupper() or last in _STREAM_CONTEXTS:
             return False
         # a function an import names (`torch.topk`, `F.dropout`, `flash_attn_func`), not
@@ -921,9 +921,10 @@ class Interpreter:
                     if back <= len(items):
                         item = items[-back]
             if item is None and isinstance(target, ast.Name):
-                if items is None and self.c.sources.is_carrier_name(target.id):
+                carried = self.c.sources.carrier_polarity(target.id) if items is None else None
+                if carried is not None:
                     item = self._grad(
-                        self.c.sources.carrier_polarity(target.id) or 1,
+                        carried,
                         target,
                         Step(
                             target.lineno,
@@ -1008,11 +1009,12 @@ class Interpreter:
                 # a closure's variable: the enclosing function's parameter, `^name` here
                 closed = f"^{name}"
                 return Value(self.bdd.param(self.qualname, closed), ident=("param", self.qualname, closed))
-        if self.c.sources.is_carrier_name(name) and (
+        carried = self.c.sources.carrier_polarity(name)
+        if carried is not None and (
             (self.info is not None and ".<locals>." in self.qualname) or name not in self.index.module_names
         ):
             return self._grad(
-                self.c.sources.carrier_polarity(name) or 1,
+                carried,
                 node,
                 Step(
                     node.lineno,
@@ -1717,7 +1719,8 @@ class Interpreter:
             and not any(isinstance(a, ast.Starred) for a in node.args[: known + 1])
         ):
             self._record("mode", "training", self._mode_in_effect(args[known]), node, key=("mode", known, id(node)))
-        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        last = last_name(func)
+        kernel = known is None and not seen and not comm and self._kernel_keyword(func, "")
         for position, (argument, value) in enumerate(zip(node.args, args)):
             if isinstance(argument, ast.Starred):
                 break
@@ -1747,15 +1750,7 @@ class Interpreter:
                 self._record(
                     "comm-option", f"argument {position + 1}", value, node, key=("comm-arg", position, id(node))
                 )
-            elif (
-                known is None
-                and not seen
-                and not comm
-                and self._kernel_keyword(func, "")
-                and value.items is None
-                and self._carries(value.bdd)
-                and not self.bdd.is_pure_grad(value.bdd)
-            ):
+            elif kernel and value.items is None and self._carries(value.bdd) and not self.bdd.is_pure_grad(value.bdd):
                 # grad mode with other conditions handed to a kernel by position (apex's
                 # `SyncBatchnormFunction.apply(..., torch.is_grad_enabled() or not track, ...)`);
                 # grad mode alone is passed on for the callee to decide, as `f(x, grad)`
