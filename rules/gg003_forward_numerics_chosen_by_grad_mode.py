@@ -97,7 +97,7 @@ class ForwardNumericsChosenByGradMode(Rule):
         ),
     ]
 
-    DECISIONS = frozenset({"mode", "mode-switch", "kernel-option", "kernel-flag", "callee"})
+    DECISIONS = frozenset({"mode", "mode-switch", "kernel-option", "kernel-flag", "callee", "branch"})
     FIXES = False
 
     @classmethod
@@ -125,6 +125,11 @@ class ForwardNumericsChosenByGradMode(Rule):
             return (
                 f"the function computing the forward (`{decision.name}`) is chosen by grad mode (`{read}`): "
                 "under torch.no_grad() another kernel computes it"
+            )
+        if decision.kind == "branch":
+            return (
+                f"the forward runs `{decision.name}` only where grad mode is on (`{read}`): "
+                "under torch.no_grad() it takes another path"
             )
         if decision.kind == "mode-switch":
             return (

@@ -61,6 +61,7 @@ KERNEL_FLAG = register(DecisionKind("kernel-flag", True, "a flag naming the forw
 CALLEE = register(DecisionKind("callee", True, "the function computing the forward", "numerics"))
 MODE_SWITCH = register(DecisionKind("mode-switch", True, "a module's train/eval switch", "training"))
 MODE_SELECTOR = register(DecisionKind("mode-selector", True, "a selector by train/eval mode", "training"))
+BRANCH = register(DecisionKind("branch", False, "what an arm of the forward runs", "numerics"))
 FUNCTION_FORWARD_READ = register(
     DecisionKind("function-forward-read", False, "grad mode read in autograd.Function.forward", "dead-read")
 )

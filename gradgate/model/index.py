@@ -238,6 +238,8 @@ class ModuleIndex:
         self.aliases = import_aliases(own_statements(tree.body), package)
         self._aliases: dict[str, dict[str, str]] = {}
         self.functions: dict[str, FunctionInfo] = {}
+        #: last name -> does a function so named communicate (:meth:`comm_ops_named`)
+        self._communicating_names: dict[str, bool] | None = None
         self.by_node: dict[ast.AST, FunctionInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
         #: names the module binds at its top level (assignments, imports, defs)
@@ -622,6 +624,17 @@ class ModuleIndex:
         other functions of the module (``outside(call, function)``: or of other modules,
         for a call the module cannot resolve)? Worked out on demand, for the callees met."""
         return bool(self.comm_ops(qualname, depth, outside))
+
+    def comm_ops_named(self, name: str) -> bool:
+        """Does a function of the module called ``name`` (its last name) reach forward
+        communication?"""
+        by_name = self._communicating_names
+        if by_name is None:
+            by_name = self._communicating_names = {}
+            for qualname in self.functions:
+                last = qualname.rsplit(".", 1)[-1]
+                by_name[last] = by_name.get(last, False) or bool(self.comm_ops(qualname))
+        return by_name.get(name, False)
 
     def comm_ops(
         self, qualname: str, depth: int = 0, outside: Callable[[ast.Call, FunctionInfo], bool] | None = None

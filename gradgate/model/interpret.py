@@ -20,7 +20,18 @@ from typing import TYPE_CHECKING
 
 from ..config import INVERTED_FLAG
 from ..records import field, record, replace
-from .bdd import FALSE, TRUE, Manager
+from .arms import (
+    Arm,
+    Effect,
+    bookkeeping_call,
+    bookkeeping_target,
+    explained,
+    expression_arm,
+    live_names,
+    statements_arm,
+)
+from .arms import summary as arms_summary
+from .bdd import FALSE, GRAD, TRUE, Manager
 from .decisions import kind_of
 from .index import (
     BACKWARD_HOOK_REGISTRARS,
@@ -306,6 +317,10 @@ class Interpreter:
         self.loops = 0
         #: the stream forward work is issued on (``with torch.cuda.stream(s):``), or None
         self.stream: object = None
+        #: the statements after the one being run, in its block (an ``if`` whose arm
+        #: returns has them as its other arm)
+        self._rest: list[ast.stmt] = []
+        self._live_names: frozenset[str] | None = None
 
     # -- entry ----------------------------------------------------------------------------
     def run(self) -> FunctionResult:
@@ -433,7 +448,8 @@ class Interpreter:
     # -- statements ---------------------------------------------------------------------------
     def _block(self, body: list[ast.stmt], env: Environment) -> str | None:
         """Run ``body``; returns how it ended early (``return``, ``raise``, ``jump``) or None."""
-        for statement in body:
+        for at, statement in enumerate(body):
+            self._rest = body[at + 1 :]
             ended = self._statement(statement, env)
             if ended:
                 return ended
@@ -655,8 +671,11 @@ class Interpreter:
         return branch_env, ended, final[0], final[1]
 
     def _if(self, s: ast.If, env: Environment) -> str | None:
+        rest = self._rest
         test = self.eval(s.test, env)
         c = test.bdd
+        if self._carries(c):
+            self._compare_arms(s, test, *_statement_arms(s, rest, self._live(), self._communicates))
         then_env, then_end, then_pc, then_origins = self._branch(c, test.origins, s.body, env)
         else_env, else_end, else_pc, else_origins = self._branch(self.bdd.negate(c), test.origins, s.orelse, env)
         return self._join(
@@ -667,6 +686,47 @@ class Interpreter:
             (then_env, then_end, then_pc, then_origins),
             (else_env, else_end, else_pc, else_origins),
         )
+
+    def _compare_arms(self, node: ast.AST, test: Value, then: Arm, other: Arm) -> None:
+        """A decision whose arms do different things in the forward (:mod:`.arms`). The
+        arm that turning grad mode off can only turn off is lost under no_grad: the then
+        arm where the test is so (``if flag and grad:``); the else arm where the test is
+        the opposite polarity but not a requested path refused with grad on (``if not
+        grad:``, ``if sync or not grad:``; ``if fast and not grad:`` is correct). It is
+        recorded unless autograd explains the loss (:func:`.arms.explained`)."""
+        if then.raises or other.raises:
+            return  # a guard
+        view = self.bdd.as_grad(test.bdd)
+        on, off = self.bdd.restrict(view, GRAD, True), self.bdd.restrict(view, GRAD, False)
+        if on == off:
+            return
+        if self.bdd.conj(off, self.bdd.negate(on)) == FALSE:
+            side, arm, condition, replacement = "then", then, test.bdd, other
+        elif self.bdd.conj(on, self.bdd.negate(off)) == FALSE and not (on == FALSE and off != TRUE):
+            side, arm, condition, replacement = "else", other, self.bdd.negate(test.bdd), then
+        else:
+            return
+        lost = arm.effects - replacement.effects
+        if lost and not explained(lost, replacement.effects - arm.effects):
+            decided = Value(condition, test.origins)
+            self._record("branch", arms_summary(lost), decided, node, key=("branch", side, id(node)))
+
+    def _communicates(self, effect: Effect) -> bool:
+        """Does ``effect`` call a collective, or a function of the module that reaches
+        one? Communication is compared by what it does (:class:`CommEffect`), not here."""
+        config = self.index.config
+        for name in effect.calls:
+            if config.is_forward_comm_call(name) or self.index.comm_ops_named(name):
+                return True
+        return False
+
+    def _live(self) -> frozenset[str] | None:
+        """The function's live local names (:func:`.arms.live_names`), found once."""
+        if self.info is None:
+            return None
+        if self._live_names is None:
+            self._live_names = live_names(self.info.node)
+        return self._live_names
 
     def _join(
         self,
@@ -1240,6 +1300,9 @@ class Interpreter:
         finally:
             self.pc, self.pc_origins = saved
         if self._carries(test.bdd):
+            if not self._bookkeeping_value(node):
+                then, other = (expression_arm(arm, self._communicates) for arm in (node.body, node.orelse))
+                self._compare_arms(node, test, then, other)
             labels = (callee_label(body), callee_label(orelse))
             evals = [bool(_EVAL_WORD.search(n)) for n in labels]
             trains = [bool(_TRAIN_WORD.search(n)) and not e for n, e in zip(labels, evals)]
@@ -1250,6 +1313,23 @@ class Interpreter:
                 train = test if first else Value(self.bdd.negate(test.bdd), test.origins)
                 self._record("mode", labels[0 if first else 1], train, node, key=("mode-value", id(node)))
         return self._join_values(test.bdd, test.origins, body, orelse)
+
+    def _bookkeeping_value(self, node: ast.expr) -> bool:
+        """Is ``node`` stored for autograd (``ctx.x = ...``), or an argument by which a
+        call serves autograd (``requires_grad=...``, ``save_for_backward(...)``)?"""
+        s = self.statement
+        if s is None:
+            return False
+        if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is node:
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            return all(bookkeeping_target(t) for t in targets)
+        for sub in ast.walk(s):
+            if isinstance(sub, ast.Call):
+                if any(k.value is node and k.arg and _BOOKKEEPING_KEYWORDS.search(k.arg) for k in sub.keywords):
+                    return True
+                if any(a is node for a in sub.args) and bookkeeping_call(sub):
+                    return True
+        return False
 
     def _e_NamedExpr(self, node: ast.NamedExpr, env: Environment) -> Value:
         value = self.eval(node.value, env)
@@ -1927,6 +2007,26 @@ class Interpreter:
 
 #: items of a forwarded ``*args`` a summary follows
 _FORWARDED_ITEMS = 8
+
+
+def _statement_arms(
+    s: ast.If, rest: list[ast.stmt], live: frozenset[str] | None, judged_elsewhere: Callable[[Effect], bool]
+) -> tuple[Arm, Arm]:
+    """The arms of ``if``: where one arm ends the block (``return``) and the other does
+    not, what follows the ``if`` is part of the other."""
+    then, other = (statements_arm(body, live, judged_elsewhere) for body in (s.body, s.orelse))
+    then_ends, other_ends = _ends(s.body), _ends(s.orelse)
+    if then_ends != other_ends and rest:
+        after = statements_arm(rest, live, judged_elsewhere).effects
+        if then_ends:
+            other = replace(other, effects=other.effects | after)
+        else:
+            then = replace(then, effects=then.effects | after)
+    return then, other
+
+
+def _ends(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
 def effect_form(effect: CommEffect) -> str:
