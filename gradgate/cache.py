@@ -220,6 +220,7 @@ class ResultCache:
             if not self._unchanged(dependencies):
                 return None  # a file its findings rest on changed: analyse it again
             exports = tuple(str(name) for name in entry.get("exports", ()))
+            carriers = tuple(str(name) for name in entry.get("carriers", ()))
             result = FileResult(
                 path,
                 findings,
@@ -228,6 +229,7 @@ class ResultCache:
                 suppressed=silenced,
                 dependencies=tuple(dependencies),
                 exports=exports,
+                carriers=carriers,
             )
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
             return None  # an entry of another shape: recompute it
@@ -306,6 +308,7 @@ class ResultCache:
             "stage": result.stage,
             "dependencies": self.dependency_record(result.dependencies, now_ns),
             "exports": list(result.exports),
+            "carriers": list(result.carriers),
         }
         self.dirty = True
 

@@ -126,11 +126,24 @@ class GradSources:
     configuration's ``grad-mode-functions``, ``inference-mode-functions`` and
     ``grad-mode-names``."""
 
-    def __init__(self, grad_functions: tuple[str, ...], inference_functions: tuple[str, ...], names: tuple[str, ...]):
+    def __init__(
+        self,
+        grad_functions: tuple[str, ...],
+        inference_functions: tuple[str, ...],
+        names: tuple[str, ...],
+        fields: tuple[str, ...] = (),
+        keys: tuple[str, ...] = (),
+        params: tuple[str, ...] = (),
+    ):
         #: qualified function -> 1 (grad mode) or -1 (its negation: inference mode)
         self.functions: dict[str, int] = {**{q: -1 for q in inference_functions}, **{q: 1 for q in grad_functions}}
-        #: names that carry grad mode by their spelling (TE's ``is_grad_enabled``)
-        self.names = frozenset(names)
+        #: names that carry grad mode by their spelling (TE's ``is_grad_enabled``), and
+        #: the fields a run's files store grad mode in (:mod:`gradgate.learned`)
+        self.names = frozenset(names) | frozenset(fields)
+        #: the dict keys a run's files store grad mode under (``{"grad": ...}``)
+        self.keys = frozenset(keys)
+        #: the keywords a run's files call functions with grad mode under
+        self.params = frozenset(params)
         self._carriers: dict[str, int | None] = {}
 
     def polarity(self, qualified: str) -> int | None:
@@ -160,10 +173,31 @@ class GradSources:
             self._carriers[name] = answer
         return answer
 
+    def param_polarity(self, function: str, name: str) -> int | None:
+        """Does parameter ``name`` of a function called ``function`` carry grad mode: a
+        keyword the run's files pass grad mode under to a function so named, or a name
+        spelling it (:meth:`carrier_polarity`)?"""
+        return 1 if f"{function}.{name}" in self.params else self.carrier_polarity(name)
+
+    def key_polarity(self, key: str) -> int | None:
+        """Does a dict key carry grad mode: one a run's files store it under, or one
+        spelling it (:meth:`carrier_polarity`)?"""
+        return 1 if key in self.keys else self.carrier_polarity(key)
+
+    def grad_source_names(self) -> tuple[str, ...]:
+        """The last names of the functions that read grad mode itself (not inference mode)."""
+        return tuple(sorted({q.rsplit(".", 1)[-1] for q, polarity in self.functions.items() if polarity > 0}))
+
     def words(self) -> frozenset[str]:
         """The words a text must spell to read grad mode: the sources' last names and
-        the carrier names."""
-        return frozenset({q.rsplit(".", 1)[-1] for q in self.functions} | self.names | _CARRIER_WORDS)
+        the carrier names (the learned keys among them)."""
+        return frozenset(
+            {q.rsplit(".", 1)[-1] for q in self.functions}
+            | self.names
+            | self.keys
+            | {p.rsplit(".", 1)[-1] for p in self.params}
+            | _CARRIER_WORDS
+        )
 
     def tokens(self, also: tuple[str, ...] = ()) -> tuple[bytes, ...]:
         """The bytes pre-filter's tokens: the sources' last names and the configured
@@ -173,6 +207,8 @@ class GradSources:
         module holding no source and no configured name reads grad mode only from its
         callers, whose analysis follows it there (and they share ``_enabled``, one scan)."""
         names = {*(q.rsplit(".", 1)[-1] for q in self.functions), *self.names, *also}
+        names |= {p.rsplit(".", 1)[-1] for p in self.params}
+        names |= {f"{quote}{key}{quote}" for key in self.keys for quote in "'\""}
         kept = {n for n in names if not any(other != n and other in n for other in names)}
         return tuple(sorted(n.encode() for n in kept))
 
@@ -199,6 +235,11 @@ class Config:
     non_forward_functions: tuple[str, ...] = DEFAULT_NON_FORWARD_FUNCTIONS
     exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
+    #: fields and dict keys the run's files store grad mode in (:mod:`gradgate.learned`),
+    #: carriers for the whole run; not a setting of its own
+    learned_fields: tuple[str, ...] = ()
+    learned_keys: tuple[str, ...] = ()
+    learned_params: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from .registry import known_codes
@@ -229,6 +270,12 @@ class Config:
 
     def with_changes(self, **changes: Any) -> Config:
         return replace(self, **changes)
+
+    def with_learned(self, fields: tuple[str, ...], keys: tuple[str, ...], params: tuple[str, ...]) -> Config:
+        """This configuration with the run's learned carriers (:mod:`gradgate.learned`)."""
+        if (fields, keys, params) == (self.learned_fields, self.learned_keys, self.learned_params):
+            return self
+        return replace(self, learned_fields=fields, learned_keys=keys, learned_params=params)
 
     @cached_property
     def comm_flag_re(self) -> re.Pattern[str]:
@@ -321,7 +368,14 @@ class Config:
     @cached_property
     def sources(self) -> GradSources:
         """Where grad mode comes from, for every layer (:class:`GradSources`)."""
-        return GradSources(self.grad_functions, self.inference_functions, self.grad_names)
+        return GradSources(
+            self.grad_functions,
+            self.inference_functions,
+            self.grad_names,
+            self.learned_fields,
+            self.learned_keys,
+            self.learned_params,
+        )
 
     def fingerprint(self) -> str:
         """A digest of every setting (its fields are strings, tuples of them and None)."""

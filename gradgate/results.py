@@ -127,6 +127,9 @@ class FileResult:
     #: names of the file's functions that return grad mode: a file calling one must be
     #: analysed though it spells no grad-mode token itself
     exports: tuple[str, ...] = ()
+    #: the fields and keys the run had learned to carry grad mode when this result was
+    #: decided (:mod:`gradgate.learned`): a run that learned others decides it again
+    carriers: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from .config import Config
 from .discovery import Discovered, discover
+from .learned import NOTHING, learn
 from .prefilter import may_hold_findings
-from .records import record
+from .records import record, replace
 from .results import FileResult
 from .source import SourceError, SourceFile, read_source
 from .suppression import file_ignored_bytes
@@ -546,6 +547,37 @@ def _run(
     #: function of another file that returns grad mode (their results stay unset)
     held: dict[int, FileResult] = {}
     recorded: dict[int, tuple[str, str, os.stat_result | None]] = {}
+    #: what the files read store grad mode in (:mod:`.learned`), and the cached results
+    #: of files that reached analysis (their bytes are read for it too)
+    learned = NOTHING
+    sources = config.sources.grad_source_names()
+    analysed_hits: list[int] = []
+
+    def admit(index: int, item: Discovered, source: SourceFile, spells: bool | None, carriers: tuple[str, ...]) -> None:
+        """Decide a file the cache did not: the pre-filter (``spells``: whether the bytes
+        hold a source's token, None: not asked yet), an `ignore-file`, or analysis."""
+        from .cache import content_key
+
+        abspath = os.path.abspath(item.path)
+        data = source.data
+        if spells is None:
+            spells = not options.prefilter or may_hold_findings(data, config)
+        elif not spells and carriers:
+            spells = may_hold_findings(data, config)  # a learned carrier's name
+        if not spells:
+            held[index] = prefiltered = FileResult(item.path, stage="prefilter", carriers=carriers)
+            if cache is not None:  # decided by a scan of the bytes: found again by status only
+                cache.put(abspath, None, source.info, now_ns, prefiltered)
+            return
+        ignored = _ignoring_itself(item.path, source, cache, now_ns)
+        if ignored is not None:
+            results[index] = ignored
+            return
+        if cache is not None:
+            recorded[index] = (abspath, content_key(data), source.info)
+        reaching.append((index, item.path, data))
+
+    fresh: list[tuple[int, Discovered, SourceFile, bool]] = []
     for index, item in enumerate(discovered):
         if item.error is not None:
             results[index] = FileResult(item.path, error=item.error)
@@ -562,6 +594,7 @@ def _run(
                     held[index] = hit
                 else:
                     results[index] = hit
+                    analysed_hits.append(index)
                 continue
         try:
             source = read_source(item.path)
@@ -569,26 +602,41 @@ def _run(
             results[index] = FileResult(item.path, error=str(exc))
             continue
         data = source.data
-        digest = None
+        spells = not options.prefilter or may_hold_findings(data, config)
+        if spells:
+            learned |= learn(data, sources)
         if cache is not None and cache.confirms_content(abspath):
-            digest = content_key(data)
-            hit = cache.get(abspath, digest, item.path)
+            hit = cache.get(abspath, content_key(data), item.path)
             if hit is not None:  # touched, not changed
                 cache.refresh(abspath, source.info, now_ns)
                 results[index] = hit
+                analysed_hits.append(index)
                 continue
-        if options.prefilter and not may_hold_findings(data, config):
-            held[index] = prefiltered = FileResult(item.path, stage="prefilter")
-            if cache is not None:  # decided by a scan of the bytes: found again by status only
-                cache.put(abspath, None, source.info, now_ns, prefiltered)
+        fresh.append((index, item, source, spells))
+    for index in analysed_hits:  # what the cached files store (they spell a source)
+        try:
+            learned |= learn(read_source(discovered[index].path).data, sources)
+        except SourceError:
             continue
-        ignored = _ignoring_itself(item.path, source, cache, now_ns)
-        if ignored is not None:
-            results[index] = ignored
+    fields, keys, params = learned.names()
+    config = config.with_learned(fields, keys, params)
+    carriers = (*fields, *(f"[{k}]" for k in keys), *(f"{p}=" for p in params))
+    for index, item, source, spells in fresh:
+        admit(index, item, source, spells, carriers)
+    # results decided while the run had learned other carriers are decided again
+    stale = [i for i in analysed_hits if results[i].carriers != carriers]  # type: ignore[union-attr]
+    stale += [i for i, result in held.items() if result.carriers != carriers]
+    for index in sorted(stale):
+        results[index] = None
+        held.pop(index, None)
+        item = discovered[index]
+        try:
+            source = read_source(item.path)
+        except SourceError as exc:
+            results[index] = FileResult(item.path, error=str(exc))
             continue
-        if cache is not None:
-            recorded[index] = (abspath, digest or content_key(data), source.info)
-        reaching.append((index, item.path, data))
+        admit(index, item, source, None, carriers)
+    reaching.sort()
 
     analysed = frozenset(os.path.abspath(path) for _, path, _ in reaching)
     pending = [(index, _job(path, data, config, options, roots, analysed=analysed)) for index, path, data in reaching]
@@ -598,7 +646,7 @@ def _run(
     try:
         next_out = 0
         for (index, _), result in zip(pending, computed):
-            results[index] = result
+            results[index] = result = replace(result, carriers=carriers) if carriers else result
             if cache is not None and index in recorded:
                 cache.put(*recorded.pop(index), now_ns, result)
             done += 1

@@ -43,24 +43,34 @@ _BOOKKEEPING_CALL = re.compile(
 #: names of what a store keeps for the backward, or of its own bookkeeping
 _BOOKKEEPING_NAME = re.compile(
     r"(?i)(^|_)(ctx|saved?|for_backward|backward|bwd|wgrad|dgrad|grads?|requires_grad|retain|stash|aux_loss"
-    r"|hooks?|cache)(_|$)"
+    r"|hook\w*|cache)(_|$)"
 )
 #: receivers whose methods are autograd's or the run's bookkeeping (`ctx.x`, `logger.info`)
 _BOOKKEEPING_RECEIVER = re.compile(r"(?i)^(ctx|logger|log|logging|warnings|_?log|tracker|profiler|nvtx|wandb)$")
 #: a call that is autograd's wrapper of a computation
-_AUTOGRAD_WRAPPER = re.compile(r"(?i)^apply$|checkpoint|recompute|autograd|differentiable|with_grad")
+_AUTOGRAD_WRAPPER = re.compile(r"(?i)^apply$|(^|_)(checkpoint|recompute|autograd|differentiable|with_grad)")
 #: a function or value named for a path that has no backward: taking it without grad
 #: is correct (the opposite polarity)
 NO_BACKWARD_PATH = re.compile(
-    r"(?i)infer|(^|_)inf(_|$)|decod|eval|fast|no_?grad|no_?backward|graph|generat|predict|serv|cached|fwd_only"
-    r"|forward_only|without_grad"
+    r"(?i)infer|(^|[\W_])inf([\W_]|$)|decod|eval|fast|no_?grad|no_?backward|graph|generat|predict|serv|cache"
+    r"|fwd_only|forward_only|without_grad"
 )
 #: a value the backward uses or makes (`grad_weight`, `post_bwd_fn.apply`, `ctx`)
 _BACKWARD_VALUE = re.compile(
-    r"(?i)(^|_)(ctx|grads?|bwd|backward|for_backward|apply|saved|wgrad|dgrad|offload\w*)(_|$)"
-    r"|[a-z0-9]_t(_|$)|transpose_fused|fp8_transpose|columnwise"  # FP8 transposes for the backward GEMMs
+    r"(?i)^apply$|(^|_)(ctx|grads?|bwd|backward|for_backward|saved|wgrad|dgrad|offload\w*|detach\w*)(_|$)"
+    r"|(^|_)(checkpoint|recompute)"
+    r"|[a-z0-9]_t(_|$)|transpose_fused|fp8_transpose|cast_transpose|columnwise"  # FP8 transposes for the backward GEMMs
 )
 _GRAD_MODE_NAME = re.compile(r"(?i)grad_?(enabled|mode|on)|enable_grad|no_grad")
+#: a test naming what only the backward needs (`if ctx.needs_input_grad[0]:`, `if aux_loss_coeff > 0:`)
+_BACKWARD_TEST = re.compile(r"(?i)(^|_)(aux|bwd|backward|for_backward|wgrad|dgrad)(_|$)|requires_grad|needs_input_grad")
+#: whether a loss is computed (`if use_indexer_loss:`, `loss_coeff > 0`; not a constant
+#: saying a kernel is there, `FLASH_ATTN_CROSS_ENTROPY_LOSS_AVAILABLE`)
+_LOSS_TEST = re.compile(r"(^|_)loss(_|$)")
+_AUTOGRAD_MACHINERY = re.compile(r"(?i)(^|_)(checkpoint|recompute|backward|bwd|autograd|offload\w*)")
+#: a name an arm assigns that is a transposed copy (`data_transpose`, `weight_t`): for the
+#: backward's GEMMs
+_TRANSPOSED = re.compile(r"(?i)(^|_)transposed?(_|$)|[a-z0-9]_t(_|$)")
 #: context managers that set grad mode (what runs inside is compared, not the mode)
 _GRAD_MODE_CONTEXT = re.compile(r"(?i)(^|\.)(no_grad|enable_grad|set_grad_enabled|inference_mode)\(")
 #: calls that allocate a buffer whose contents are written later
@@ -81,6 +91,13 @@ class Effect:
     names: frozenset[str] = frozenset()
     #: the local names it assigns (an assignment nothing live reads is no effect)
     assigns: frozenset[str] = frozenset()
+    #: a return of a tuple holding ``None`` (``return out, None, None``): a path that
+    #: gives no values in place of those the other keeps (statistics for the backward)
+    returns_none_items: bool = False
+    #: the local names it reads, where what it does reaches the forward only through
+    #: them (a call for its result, a store into an item): None where it reaches it
+    #: anyway (a return, a ``with``)
+    through: frozenset[str] | None = None
 
 
 def _calls(node: ast.AST) -> tuple[str, ...]:
@@ -139,10 +156,15 @@ def bookkeeping_target(target: ast.expr) -> bool:
 
 
 def flag_like(value: ast.expr) -> bool:
-    """A value a flag holds (a constant, a condition): what it decides is judged where
-    it is used, as the flag's value carries the decision there."""
+    """A value a flag holds (a constant, a named constant such as ``Status.RECOMPUTE``, a
+    condition): what it decides is judged where it is used, as the flag's value carries
+    the decision there."""
     if isinstance(value, (ast.Constant, ast.Compare, ast.BoolOp)):
         return True
+    if isinstance(value, ast.Attribute) and value.attr.isupper():
+        return True
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set, ast.Dict)):  # `[]`, `(None, 0)`
+        return all(isinstance(e, ast.Constant) for e in ast.walk(value) if isinstance(e, ast.expr) and e is not value)
     return isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)
 
 
@@ -170,11 +192,17 @@ def _load(target: ast.expr) -> ast.expr:
 
 
 def _names(node: ast.AST) -> frozenset[str]:
-    return frozenset(
-        sub.attr if isinstance(sub, ast.Attribute) else sub.id
-        for sub in ast.walk(node)
-        if isinstance(sub, (ast.Attribute, ast.Name))
-    )
+    """The names ``node`` spells: names, attributes, and strings that are identifiers
+    (``(te_linear._Linear, "apply")``)."""
+    out: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute):
+            out.add(sub.attr)
+        elif isinstance(sub, ast.Name):
+            out.add(sub.id)
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
+            out.add(sub.value)
+    return frozenset(out)
 
 
 def _assigned(node: ast.AST) -> frozenset[str]:
@@ -193,15 +221,24 @@ def _assigned(node: ast.AST) -> frozenset[str]:
     return frozenset(out)
 
 
+def _loads(node: ast.AST) -> frozenset[str]:
+    return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+
+
 def _effect(node: ast.AST) -> Effect:
     normal = _Normal().visit(copy.deepcopy(node))
-    if isinstance(normal, ast.Assign) and isinstance(normal.value, ast.Call) and _ALLOCATION.match(
-        _last(normal.value.func)
+    if (
+        isinstance(normal, ast.Assign)
+        and isinstance(normal.value, ast.Call)
+        and _ALLOCATION.match(_last(normal.value.func))
     ):
         # where a buffer comes from (a pool, a new one) is not what the forward computes
         normal = ast.Assign(targets=normal.targets, value=ast.Name(id="<buffer>"), lineno=0)
     text = ast.unparse(normal)
-    return Effect(text, _calls(node), _names(node), _assigned(node))
+    assigns = _assigned(node)
+    # the object's own state (`self`) is not a value the forward hands on
+    through = None if assigns or isinstance(node, (ast.Return, ast.withitem)) else _loads(node) - {"self", "cls"}
+    return Effect(text, _calls(node), _names(node), assigns, through=through)
 
 
 def _value_effects(value: ast.expr) -> list[Effect]:
@@ -221,7 +258,9 @@ def _state_call(call: ast.Call) -> bool:
     if not isinstance(func, ast.Attribute):
         return False
     # `self.tokens_per_expert.add_(n)`: a statistic accumulated on the object
-    in_place_on_state = func.attr.endswith("_") and not func.attr.endswith("__") and isinstance(func.value, ast.Attribute)
+    in_place_on_state = (
+        func.attr.endswith("_") and not func.attr.endswith("__") and isinstance(func.value, ast.Attribute)
+    )
     return func.attr in _RETAINING_METHODS or in_place_on_state
 
 
@@ -244,7 +283,12 @@ def _statement_effects(s: ast.stmt, out: list[Effect]) -> bool:
             out.append(_effect(s))
     elif isinstance(s, ast.Return):
         if s.value is not None and not flag_like(s.value):
-            out.extend(Effect("return " + e.text, e.calls, e.names) for e in _value_effects(s.value))
+            nones = isinstance(s.value, ast.Tuple) and any(
+                isinstance(e, ast.Constant) and e.value is None for e in s.value.elts
+            )
+            out.extend(
+                Effect("return " + e.text, e.calls, e.names, returns_none_items=nones) for e in _value_effects(s.value)
+            )
     elif isinstance(s, ast.Raise):
         return True
     elif isinstance(s, ast.If):
@@ -284,25 +328,49 @@ def _block_effects(body: Sequence[ast.stmt], out: list[Effect]) -> bool:
 
 @record
 class Arm:
-    """What an arm does: its effects, and whether it raises (a guard, not a path)."""
+    """What an arm does: its effects, whether it raises (a guard, not a path), and
+    whether it saves for the backward (``ctx.x = ...``, ``ctx.save_for_backward``): what
+    else such an arm does prepares what it saves."""
 
     effects: frozenset[Effect]
     raises: bool
+    saves: bool = False
 
 
 def statements_arm(
-    body: Iterable[ast.stmt], live: frozenset[str] | None = None, judged_elsewhere: Callable[[Effect], bool] | None = None
+    body: Iterable[ast.stmt],
+    live: frozenset[str] | None = None,
+    judged_elsewhere: Callable[[Effect], bool] | None = None,
 ) -> Arm:
     """What ``body`` does; with ``live`` (the function's :func:`live_names`), an
     assignment of locals none of which is live is left out, and so are the effects
     ``judged_elsewhere`` claims (communication, compared by what it reaches)."""
+    body = list(body)
     out: list[Effect] = []
-    raises = _block_effects(list(body), out)
+    raises = _block_effects(body, out)
     if live is not None:
-        out = [e for e in out if not e.assigns or e.assigns & live]
+        out = [e for e in out if _reaches(e, live)]
     if judged_elsewhere is not None:
         out = [e for e in out if not judged_elsewhere(e)]
-    return Arm(frozenset(out), raises)
+    return Arm(frozenset(out), raises, any(_saves(s) for s in body))
+
+
+def _saves(statement: ast.stmt) -> bool:
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Call) and _last(node.func) == "save_for_backward":
+            return True
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+            if _receiver(node) == "ctx":
+                return True
+    return False
+
+
+def _reaches(effect: Effect, live: frozenset[str]) -> bool:
+    """Does ``effect`` reach the forward: an assignment of a live local, a call or store
+    handed a live value, or a return or ``with``?"""
+    if effect.assigns:
+        return bool(effect.assigns & live)
+    return effect.through is None or bool(effect.through & live)
 
 
 def expression_arm(value: ast.expr, judged_elsewhere: Callable[[Effect], bool] | None = None) -> Arm:
@@ -319,17 +387,32 @@ def expression_arm(value: ast.expr, judged_elsewhere: Callable[[Effect], bool] |
 
 
 def live_names(function: ast.AST) -> frozenset[str]:
-    """The local names of ``function`` whose values reach what the forward does: a
-    return, a call that is not bookkeeping, a condition, a store that escapes (a field or
-    an item), or another live name. ``P = probs.mean(0); self._aux_loss = f(P)``: ``P``
-    reaches only a bookkeeping store and is not live."""
+    """The local names of ``function`` whose values reach what it returns (a function
+    that returns nothing: what it does at all, its calls and stores too), through
+    assignments, and through calls that write into a live value (``torch.mm(a, b,
+    out=buf)``, ``buf.add_(x)``, ``buf[i] = x``). ``P = probs.mean(0); self._aux_loss =
+    f(P)``: ``P`` is not live in a function returning something else."""
     flows: dict[str, set[str]] = {}
     roots: set[str] = set()
+    #: name sets of which one live name makes all live (a call's operands, an item store)
+    together: list[set[str]] = []
+    returns_value = any(
+        isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) and n.value is not None for n in _own_nodes(function)
+    )
 
     def loads(node: ast.AST) -> set[str]:
         return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
-    for node in ast.walk(function):
+    # what a test asking autograd's question reads (`any(t.requires_grad for t in ts)`)
+    asked = {
+        id(sub)
+        for node in _own_nodes(function)
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)) and any(_BACKWARD_TEST.search(n) for n in _names(node.test))
+        for sub in ast.walk(node.test)
+    }
+    for node in _own_nodes(function):
+        if id(node) in asked:
+            continue
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             value = node.value
             if value is None:
@@ -342,46 +425,109 @@ def live_names(function: ast.AST) -> frozenset[str]:
             if names:
                 for name in names:
                     flows.setdefault(name, set()).update(used)
+            elif isinstance(node, ast.AugAssign):
+                continue  # a statistic accumulated on an object (`self.tokens += n`)
             elif not all(bookkeeping_target(t) for t in targets) and not (
                 isinstance(value, ast.Call) and bookkeeping_call(value)
             ):
-                roots.update(used)
-                for target in targets:  # `out[i] = x`: the item's index and receiver
-                    roots.update(loads(target))
+                stored = set().union(*(loads(t) for t in targets))
+                if returns_value:
+                    together.append(stored | used)  # `out[i] = x`: live where `out` is
+                    # (where `out` is a local: the object's state is not what it returns)
+                else:
+                    roots.update(stored | used)
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             if not bookkeeping_call(node.value):
-                roots.update(loads(node.value))
+                if returns_value:
+                    together.append(loads(node.value))
+                else:
+                    roots.update(loads(node.value))
         elif isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None:
             roots.update(loads(node.value))
-        elif isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
-            roots.update(loads(node.test))
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            roots.update(loads(node.iter))
-        elif isinstance(node, ast.withitem):
-            roots.update(loads(node.context_expr))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not function:
             roots.update(loads(node))  # what a closure reads
-    live = set(roots)
+        elif not returns_value:
+            if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and id(node.test) not in asked:
+                roots.update(loads(node.test))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                roots.update(loads(node.iter))
+            elif isinstance(node, ast.withitem):
+                roots.update(loads(node.context_expr))
+    local = set(flows) | {
+        n.id
+        for node in _own_nodes(function)
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem))
+        for target in [node.target if not isinstance(node, ast.withitem) else node.optional_vars]
+        if target is not None
+        for n in ast.walk(target)
+        if isinstance(n, ast.Name)
+    }
+    if returns_value:  # what it returns flows through its locals; a parameter is the caller's
+        together = [group & local for group in together]
+    live: set[str] = set()
     todo = list(roots)
     while todo:
-        for used in flows.get(todo.pop(), ()):
-            if used not in live:
-                live.add(used)
-                todo.append(used)
-    return frozenset(live)
+        while todo:
+            name = todo.pop()
+            if name in live:
+                continue
+            live.add(name)
+            todo.extend(flows.get(name, ()))
+        for group in together:
+            if group & live and not group <= live:
+                todo.extend(group - live)
+    return frozenset(live & local) if returns_value else frozenset(live)
 
 
-def explained(lost: frozenset[Effect], replacement: frozenset[Effect]) -> bool:
+def _own_nodes(function: ast.AST) -> Iterable[ast.AST]:
+    """The nodes of ``function``'s body, not those of functions nested in it (a nested
+    function itself is yielded)."""
+    todo = list(ast.iter_child_nodes(function))
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def test_names_of(decision: ast.AST, grad_reads: Iterable[ast.AST] = ()) -> frozenset[str]:
+    """The names the test of an ``if`` or a conditional expression spells, but for those
+    of ``grad_reads`` (the reads of grad mode in it: ``needs_backward`` is the carrier,
+    not what is decided)."""
+    test = decision.test if isinstance(decision, (ast.If, ast.IfExp)) else None
+    if test is None:
+        return frozenset()
+    carriers = {id(sub) for read in grad_reads for sub in ast.walk(read)}
+    return frozenset(
+        sub.attr if isinstance(sub, ast.Attribute) else sub.id
+        for sub in ast.walk(test)
+        if isinstance(sub, (ast.Attribute, ast.Name)) and id(sub) not in carriers
+    )
+
+
+def autograd_machinery(name: str) -> bool:
+    """Is a function so named autograd's own machinery (checkpointing, recompute, a
+    backward), where what grad mode decides is autograd's business?"""
+    return bool(_AUTOGRAD_MACHINERY.search(name))
+
+
+def explained(lost: frozenset[Effect], replacement: frozenset[Effect], test: frozenset[str] = frozenset()) -> bool:
     """Is losing ``lost`` (what an arm does that the other does not) for ``replacement``
     under ``torch.no_grad()`` autograd's business: ``lost`` is autograd's wrapper of the
-    computation (``Fn.apply``, ``checkpoint``), or ``replacement`` is a path with no
-    backward (named for inference, decoding or a fast path)?"""
+    computation (``Fn.apply``, ``checkpoint``) or works on what the backward uses
+    (gradients, saved tensors, losses), the decision's ``test`` names such a value
+    (``if loss_coeff > 0:``), or ``replacement`` is a path with no backward (named for
+    inference, decoding, a cache or a fast path)?"""
+    if any(_BACKWARD_TEST.search(name) or _LOSS_TEST.search(name) for name in test):
+        return True
     for effect in lost:
         if any(_AUTOGRAD_WRAPPER.search(name) for name in effect.calls):
             return True
+        if any(_TRANSPOSED.search(name) for name in effect.assigns):
+            return True
         if any(_BACKWARD_VALUE.search(name) and not _GRAD_MODE_NAME.search(name) for name in effect.names):
             return True
-    return any(NO_BACKWARD_PATH.search(effect.text) for effect in replacement)
+    return any(NO_BACKWARD_PATH.search(effect.text) or effect.returns_none_items for effect in replacement)
 
 
 def summary(effects: frozenset[Effect]) -> str:

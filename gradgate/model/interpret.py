@@ -21,8 +21,11 @@ from typing import TYPE_CHECKING
 from ..config import INVERTED_FLAG
 from ..records import field, record, replace
 from .arms import (
+    NO_BACKWARD_PATH,
     Arm,
     Effect,
+    autograd_machinery,
+    test_names_of,
     bookkeeping_call,
     bookkeeping_target,
     explained,
@@ -59,8 +62,6 @@ _NOT_KERNELS = re.compile(
     r"^(print|debug|info|warning|warn|error|critical|exception|log|format|append|extend|insert|add|update|write)$"
 )
 _MODE_SWITCHES = {"train": True, "eval": False}
-#: a function named for a path that has no backward: taking it without grad is correct
-_NO_BACKWARD_PATH = re.compile(r"(?i)infer|decod|eval|fast|no_?grad|no_?backward|graph|generat|predict|serv|cached")
 #: a function named as autograd's wrapper of a computation
 _AUTOGRAD_PATH = re.compile(r"(?i)^apply$|autograd|differentiable|with_grad")
 #: a flag named so chooses the kernel computing the forward (names are the fallback
@@ -393,8 +394,12 @@ class Interpreter:
         name = arg.arg
         if name in seeds:
             return seeds[name]
-        carried = self.c.sources.carrier_polarity(name)
-        if carried is not None and name not in supplied and (name in self.c.sources.names or not self._called()):
+        sources = self.c.sources
+        function = self.info.node.name if self.info is not None else ""
+        carried = sources.param_polarity(function, name)
+        # configured or learned: whether or not the module calls the function
+        named = name in sources.names or f"{function}.{name}" in sources.params
+        if carried is not None and name not in supplied and (named or not self._called()):
             return self._grad(
                 carried,
                 arg,
@@ -603,7 +608,7 @@ class Interpreter:
         without = [callee_label(v) for c, v in branches if self.bdd.grad_off(c) != FALSE]
         if not all(with_grad + without) or set(with_grad) == set(without):
             return
-        if any(_NO_BACKWARD_PATH.search(n) for n in without) or any(_AUTOGRAD_PATH.search(n) for n in with_grad):
+        if any(NO_BACKWARD_PATH.search(n) for n in without) or any(_AUTOGRAD_PATH.search(n) for n in with_grad):
             return
         name = "/".join(dict.fromkeys(with_grad + without))
         self._record("callee", name, Value(callee.bdd, callee.origins), node, key=("callee", id(node)))
@@ -689,27 +694,28 @@ class Interpreter:
 
     def _compare_arms(self, node: ast.AST, test: Value, then: Arm, other: Arm) -> None:
         """A decision whose arms do different things in the forward (:mod:`.arms`). The
-        arm that turning grad mode off can only turn off is lost under no_grad: the then
-        arm where the test is so (``if flag and grad:``); the else arm where the test is
-        the opposite polarity but not a requested path refused with grad on (``if not
-        grad:``, ``if sync or not grad:``; ``if fast and not grad:`` is correct). It is
-        recorded unless autograd explains the loss (:func:`.arms.explained`)."""
+        arm that needs grad mode on to run (``if flag and grad:``'s then arm, ``if not
+        grad:``'s and ``if sync or not grad:``'s else arm) is lost under no_grad: it is
+        recorded unless autograd explains the loss (:func:`.arms.explained`). Where no
+        arm needs grad mode (``if grad or compiling: return reference(x)``, ``if fast and
+        not grad:``), the path taken without grad is one refused while grad is on: the
+        opposite polarity, correct."""
         if then.raises or other.raises:
             return  # a guard
-        view = self.bdd.as_grad(test.bdd)
-        on, off = self.bdd.restrict(view, GRAD, True), self.bdd.restrict(view, GRAD, False)
-        if on == off:
-            return
-        if self.bdd.conj(off, self.bdd.negate(on)) == FALSE:
-            side, arm, condition, replacement = "then", then, test.bdd, other
-        elif self.bdd.conj(on, self.bdd.negate(off)) == FALSE and not (on == FALSE and off != TRUE):
-            side, arm, condition, replacement = "else", other, self.bdd.negate(test.bdd), then
-        else:
-            return
-        lost = arm.effects - replacement.effects
-        if lost and not explained(lost, replacement.effects - arm.effects):
-            decided = Value(condition, test.origins)
-            self._record("branch", arms_summary(lost), decided, node, key=("branch", side, id(node)))
+        if self.info is not None and autograd_machinery(self.info.node.name):
+            return  # `selective_checkpoint_context_fn`: autograd's own choices
+        test_names = test_names_of(node, test.origins)
+        for side, arm, condition, replacement in (
+            ("then", then, test.bdd, other),
+            ("else", other, self.bdd.negate(test.bdd), then),
+        ):
+            view = self.bdd.as_grad(condition)
+            if self.bdd.restrict(view, GRAD, False) != FALSE or self.bdd.restrict(view, GRAD, True) == FALSE:
+                continue
+            lost = arm.effects - replacement.effects
+            if lost and not arm.saves and not explained(lost, replacement.effects - arm.effects, test_names):
+                decided = Value(condition, test.origins)
+                self._record("branch", arms_summary(lost), decided, node, key=("branch", side, id(node)))
 
     def _communicates(self, effect: Effect) -> bool:
         """Does ``effect`` call a collective, or a function of the module that reaches
@@ -861,7 +867,17 @@ class Interpreter:
                     ended = handler_end
                 else:
                     keys = handler_env.written | env.written
-                    env.update(self._join_envs(raised.bdd, frozenset(), handler_env, env, keys))
+                    # `try: g = torch.is_grad_enabled() except AttributeError: g = True`: a
+                    # fallback where the source is missing; grad mode where it is there
+                    fallbacks = {
+                        k
+                        for k in keys
+                        if (body := env.values.get(k)) is not None
+                        and self.bdd.is_pure_grad(body.bdd)
+                        and (fallback := handler_env.values.get(k)) is not None
+                        and fallback.bdd in (TRUE, FALSE)
+                    }
+                    env.update(self._join_envs(raised.bdd, frozenset(), handler_env, env, keys - fallbacks))
         env.written |= outer
         final = self._block(s.finalbody, env)
         return final or ended
@@ -1219,6 +1235,12 @@ class Interpreter:
                 found = base.field(key.value)
                 if found is not None:
                     return self._read(found, node)
+                carried = self.c.sources.key_polarity(key.value) if base.fields is None else None
+                if carried is not None and not self._backward_context():
+                    # `meta["grad"]` of a dict built elsewhere: a key the run stores grad
+                    # mode under, or one spelling it
+                    said = f"`[{key.value!r}]` taken as grad mode (a key grad mode is stored under)"
+                    return self._read(self._grad(carried, node, Step(node.lineno, node.col_offset, said)), node)
         item = self._opaque(
             ("item", base.ident if base.ident is not None else ("v", base.bdd), ast.dump(key)), base.origins
         )
@@ -1678,7 +1700,10 @@ class Interpreter:
             else (node.args[0] if isinstance(func, ast.Attribute) and func.attr == "get" and node.args else None)
         )
         if isinstance(spelled, ast.Constant) and isinstance(spelled.value, str):
-            carried = self.c.sources.carrier_polarity(spelled.value)
+            sources = self.c.sources
+            carried = (
+                sources.carrier_polarity(spelled.value) if name == "getattr" else sources.key_polarity(spelled.value)
+            )
             found = None if name == "getattr" or receiver is None else receiver.field(spelled.value)
             if carried is not None and found is None:
                 # `getattr(module, "_ds_fwd_grad_enabled", True)`, `kwargs.get("is_grad_enabled")`:

@@ -1,0 +1,176 @@
+"""Names a run learns to carry grad mode: the fields and keys its files store it in.
+
+A package often captures grad mode once and hands it on in an object or a dict that
+another module reads (``meta.needs_backward = torch.is_grad_enabled()`` in one file,
+``if meta.needs_backward:`` in another; ``{"grad": torch.is_grad_enabled()}``, then
+``kwargs["grad"]``). The reading module spells no grad-mode source, so neither the
+bytes pre-filter nor its own analysis would see grad mode there. A run therefore
+scans the bytes of the files that do spell a source for such stores, and the names
+found become carriers for the whole run (:meth:`gradgate.config.Config.with_learned`):
+pre-filter tokens, and names the interpreter takes as grad mode where nothing in the
+module stores them.
+
+A keyword argument of a function (not a class) is no field: the parameter of that name
+is learned instead, taken as grad mode in functions whose callers the run does not see
+(``get_capacity(grad_on=torch.is_grad_enabled())`` of an object of unknown class).
+
+What counts as a store (one line, the value grad mode itself, or a local holding it; a
+negation, ``x.forward_only = not torch.is_grad_enabled()``, is a store of something else):
+``x.name = SOURCE``, ``setattr(x, "name", SOURCE)``, ``x["name"] = SOURCE``, a dict
+entry ``"name": SOURCE``, and a keyword argument ``name=SOURCE`` (a record's field).
+A name that some scanned file also stores something else in is not learned, nor are
+the names torch's own objects use for other things (``training``, ``grad``, ...), a
+field of one word (``prev``: too common a token to scan every file for), nor a field
+that saves grad mode to set it back (``torch.set_grad_enabled(self.prev)``).
+
+Only bytes are read here: no parsing, nothing imported but the standard library.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import cache
+
+from .records import record
+
+#: names torch's objects hold other things in: never learned as grad mode
+_NOT_LEARNED = frozenset({"training", "requires_grad", "grad", "data", "is_leaf", "grad_fn", "enabled", "mode"})
+
+
+@record
+class Learned:
+    """What one file's bytes store grad mode in, and the names it stores other things in."""
+
+    fields: frozenset[str] = frozenset()
+    keys: frozenset[str] = frozenset()
+    #: ``function.keyword`` of calls passing grad mode by keyword
+    #: (``router.get_capacity(grad_on=...)``: ``get_capacity.grad_on``): that parameter of
+    #: functions so named, wherever their callers are not seen
+    params: frozenset[str] = frozenset()
+    #: fields and keys the file also stores something that is not grad mode in
+    other: frozenset[str] = frozenset()
+
+    def __or__(self, other: Learned) -> Learned:
+        return Learned(
+            self.fields | other.fields, self.keys | other.keys, self.params | other.params, self.other | other.other
+        )
+
+    def names(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """The fields, keys and parameters learned (less fields and keys also stored
+        otherwise), sorted."""
+        return (
+            tuple(sorted(self.fields - self.other)),
+            tuple(sorted(self.keys - self.other)),
+            tuple(sorted(self.params)),
+        )
+
+
+NOTHING = Learned()
+
+
+@cache
+def _patterns(sources: tuple[str, ...]) -> tuple[re.Pattern[bytes], ...]:
+    call = rb"(?:[\w.]+\.)?(?:" + b"|".join(re.escape(s.encode()) for s in sources) + rb")\(\s*\)"
+    capture = re.compile(rb"^[ \t]*(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*" + call + rb"[ \t]*(?:#[^\n]*)?$", re.M)
+    return (
+        capture,
+        re.compile(call),
+        # where a store's value starts (it runs to a top-level `,`, closing bracket or line end)
+        re.compile(rb"\.(\w+)[ \t]*=(?!=)[ \t]*"),
+        re.compile(rb"setattr\(\s*[\w.]+\s*,\s*['\"](\w+)['\"]\s*,\s*"),
+        re.compile(rb"\[\s*['\"](\w+)['\"]\s*\][ \t]*=(?!=)[ \t]*"),
+        re.compile(rb"['\"](\w+)['\"]\s*:\s*"),
+        re.compile(rb"(?:^|[(,])[ \t]*(\w+)[ \t]*=(?!=)[ \t]*", re.M),
+    )
+
+
+_OPEN, _CLOSE = b"([{", b")]}"
+#: a value that is a default, not another meaning (``self.is_train = True`` in ``__init__``)
+_CONSTANT = re.compile(rb"True|False|None|-?\d+(\.\d*)?|['\"][^'\"]*['\"]")
+
+
+def _value(data: bytes, start: int) -> bytes:
+    """The expression starting at ``start``: up to a comma or closing bracket outside
+    brackets, a comment or the line's end."""
+    depth = 0
+    at = start
+    while at < len(data):
+        byte = data[at : at + 1]
+        if byte in (b"\n", b"#") and depth == 0:
+            break
+        if byte and byte in _OPEN:
+            depth += 1
+        elif byte and byte in _CLOSE:
+            if depth == 0:
+                break
+            depth -= 1
+        elif byte == b"," and depth == 0:
+            break
+        at += 1
+    return data[start:at].strip()
+
+
+_RESTORED = re.compile(rb"set_grad_enabled\(\s*(?:[\w.]*\.)?(\w+)\s*\)")
+_CALLEE = re.compile(rb"([A-Za-z_][\w.]*)\s*$")
+
+
+def _callee(data: bytes, at: int) -> str:
+    """The last name of the function called with the keyword argument at ``at`` ("" when
+    not a call's): a class (``CamelCase``: ``Meta(needs_backward=...)``) takes its fields
+    so."""
+    depth = 0
+    while at > 0:
+        at -= 1
+        byte = data[at : at + 1]
+        if byte in b")]}":
+            depth += 1
+        elif byte in b"([{":
+            if depth == 0:
+                if byte != b"(":
+                    return ""
+                found = _CALLEE.search(data, max(0, at - 200), at)
+                return found.group(1).rsplit(b".", 1)[-1].decode() if found is not None else ""
+            depth -= 1
+    return ""
+
+
+def learn(data: bytes, sources: Iterable[str]) -> Learned:
+    """What ``data`` stores grad mode in; ``sources``: the last names of the grad-mode
+    functions (``is_grad_enabled``)."""
+    names = tuple(sorted(set(sources)))
+    if not names or not any(n.encode() in data for n in names):
+        return NOTHING
+    capture, call, attribute, setter, item, entry, keyword = _patterns(names)
+    held = {m.group(1) for m in capture.finditer(data)}
+
+    fields: set[str] = set()
+    keys: set[str] = set()
+    params: set[str] = set()
+    other: set[str] = set()
+    for pattern, into in ((attribute, fields), (setter, fields), (item, keys), (entry, keys), (keyword, fields)):
+        for match in pattern.finditer(data):
+            name = match.group(1).decode()
+            if name in _NOT_LEARNED or name.startswith("__"):
+                continue
+            value = _value(data, match.end())
+            grad = bool(call.fullmatch(value)) or value in held
+            if pattern is keyword:
+                callee = _callee(data, match.start(1))
+                if not (callee[:1].isupper() and not callee.isupper()):  # a function's argument, not a field
+                    if grad and callee:
+                        # `self.router(x, grad_on=...)` may call a module: its forward
+                        params.update((f"{callee}.{name}", f"forward.{name}"))
+                    continue
+            if grad:
+                into.add(name)
+            elif pattern is not keyword and not _CONSTANT.fullmatch(value):
+                # another value stored there (a keyword of another call is not a store
+                # of the field, and a constant is a default replaced before use)
+                other.add(name)
+    # a field that saves grad mode to set it back (`self.prev = torch.is_grad_enabled()`,
+    # then `torch.set_grad_enabled(self.prev)`) decides nothing; a one-word field
+    # (`prev`) is too common a token for the pre-filter to scan every file for
+    restored = {m.group(1).decode() for m in _RESTORED.finditer(data)}
+    fields = {f for f in fields if "_" in f.strip("_") and f not in restored}
+    return Learned(frozenset(fields), frozenset(keys), frozenset(params), frozenset(other))
