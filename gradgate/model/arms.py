@@ -320,10 +320,7 @@ def _statement_effects(s: ast.stmt, out: list[Effect]) -> bool:
 
 
 def _block_effects(body: Sequence[ast.stmt], out: list[Effect]) -> bool:
-    for s in body:
-        if _statement_effects(s, out):
-            return True
-    return False
+    return any(_statement_effects(s, out) for s in body)
 
 
 @record

@@ -25,13 +25,13 @@ from .arms import (
     Arm,
     Effect,
     autograd_machinery,
-    test_names_of,
     bookkeeping_call,
     bookkeeping_target,
     explained,
     expression_arm,
     live_names,
     statements_arm,
+    test_names_of,
 )
 from .arms import summary as arms_summary
 from .bdd import FALSE, GRAD, TRUE, Manager
@@ -721,10 +721,7 @@ class Interpreter:
         """Does ``effect`` call a collective, or a function of the module that reaches
         one? Communication is compared by what it does (:class:`CommEffect`), not here."""
         config = self.index.config
-        for name in effect.calls:
-            if config.is_forward_comm_call(name) or self.index.comm_ops_named(name):
-                return True
-        return False
+        return any(config.is_forward_comm_call(name) or self.index.comm_ops_named(name) for name in effect.calls)
 
     def _live(self) -> frozenset[str] | None:
         """The function's live local names (:func:`.arms.live_names`), found once."""
