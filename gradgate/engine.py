@@ -249,15 +249,18 @@ class _Analysis:
         project: Project | None = None,
         tree: ast.Module | None = None,
         parse: Callable[[str], ast.Module] = ast.parse,
+        known: Callable[[Finding], bool] | None = None,
     ):
         """``tree``: the tree of ``text`` where the caller has it (a fix pass's, spliced);
-        ``parse`` makes it otherwise (an editor buffer's :class:`~gradgate.model.splice.Reparser`)."""
+        ``parse`` makes it otherwise (an editor buffer's :class:`~gradgate.model.splice.Reparser`);
+        ``known``: findings it holds (a baseline's) are reported but never fixed."""
         self.path = path
+        self.known = known
         self.text = text
         self.lines = split_lines(text)
         try:
-            known = tree if tree is not None else project.tree_of(path, text) if project is not None else None
-            self.tree = known if known is not None else parse(text)
+            given = tree if tree is not None else project.tree_of(path, text) if project is not None else None
+            self.tree = given if given is not None else parse(text)
         except SyntaxError as exc:
             raise LintError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
         except (RecursionError, MemoryError, ValueError) as exc:
@@ -407,6 +410,8 @@ class _Analysis:
             self.used_suppressions.add(silenced)
             self.suppressed.append(replace(finding, applicability=None))
             return None
+        if fix_plan is not None and self.known is not None and self.known(finding):
+            return _Found(replace(finding, applicability=None, fix_title=""), None)  # a baseline's: left alone
         return _Found(finding, fix_plan)
 
     def _at_deciding_place(self, rule: type[Rule], message: str, steps: list[FlowStep], place: Place) -> _Found | None:
@@ -592,13 +597,15 @@ def lint_source(
     project: Project | None = None,
     also: frozenset[bytes] = frozenset(),
     parse: Callable[[str], ast.Module] = ast.parse,
+    known: Callable[[Finding], bool] | None = None,
 ) -> FileResult:
     """Lint (and optionally fix) ``data``, the bytes of the file ``path``.
 
     ``unsafe_fixes`` applies the unsafe fixes too; ``edits`` gives each finding with a
     fix its text edit (LibCST is then imported for files that have one); ``parse``
     makes the tree of the decoded text (``ast.parse``; the language server splices the
-    tree of a buffer's previous text, :class:`~gradgate.model.splice.Reparser`). Never raises
+    tree of a buffer's previous text, :class:`~gradgate.model.splice.Reparser`); ``known``
+    says which findings a fix leaves alone (a baseline's: reported, not fixable). Never raises
     for a file's content: a file that cannot be analysed or fixed is a result with
     ``error`` set.
     """
@@ -611,7 +618,7 @@ def lint_source(
     rules = selected_rules(config)
     text = data.decode(encoding)
     try:
-        analysis = _Analysis(path, text, config, rules, whole=not prefilter, project=project, parse=parse)
+        analysis = _Analysis(path, text, config, rules, whole=not prefilter, project=project, parse=parse, known=known)
     except LintError as exc:
         return FileResult(path, error=str(exc), source=data)
     if edits and not fix:
@@ -633,7 +640,7 @@ def lint_source(
     del analysis  # before the next pass parses and analyses the fixed text
     try:
         final, current, fixed_findings, cst_lines = _fix(
-            path, text, passes, config, rules, prefilter, unsafe_fixes, project
+            path, text, passes, config, rules, prefilter, unsafe_fixes, project, known
         )
     except LintError as exc:
         return FileResult(path, remaining, error=str(exc), source=data, stage="fix")
@@ -682,6 +689,7 @@ def _fix(
     prefilter: bool,
     unsafe_fixes: bool,
     project: Project | None = None,
+    known: Callable[[Finding], bool] | None = None,
 ) -> tuple[_Analysis, str, list[Finding], int]:
     """The passes of fixes; ``passes`` holds the first analysis, taken out here so that
     one pass's tree and model are garbage before the next pass builds its own (on a
@@ -706,7 +714,9 @@ def _fix(
         if project is not None:
             project.forget(path)  # the project's reference to this pass's tree too
         try:
-            next_analysis = _Analysis(path, candidate, config, rules, whole=not prefilter, project=project, tree=tree)
+            next_analysis = _Analysis(
+                path, candidate, config, rules, whole=not prefilter, project=project, tree=tree, known=known
+            )
         except LintError as exc:
             raise _FixInvalid(f"a fix produced invalid code ({exc}); file left unchanged") from None
         if odd_layout(candidate):  # a fix spliced in is re-read by LibCST whole
