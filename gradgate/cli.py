@@ -132,6 +132,10 @@ def _invocation(
     if stdin_filename is not None and "-" not in paths and paths != (".",):
         raise UsageError("--stdin-filename is for `-` (standard input)")
     if stdin_filename is not None:
+        from .discovery import NOTEBOOK_REFUSED, NOTEBOOK_SUFFIX
+
+        if stdin_filename.endswith(NOTEBOOK_SUFFIX):
+            raise UsageError(f"--stdin-filename {display(stdin_filename)}: {NOTEBOOK_REFUSED}")
         paths = ("-",)
     resolver = Resolver(
         config_file,
@@ -650,10 +654,11 @@ def _show(invocation: Invocation, settings: bool) -> int:
         found = invocation.resolver.for_path(path if path != "-" else "stdin.py")
     assert found is not None
     from .document import file_config
+    from .targets import display_path
 
     _echo(f"Resolved settings for: {display(path)}")
-    _echo(f"Settings path: {display(found.source) if found.source else '(defaults)'}")
-    _echo(f"Root: {display(found.root)}")
+    _echo(f"Settings path: {display(display_path(found.source)) if found.source else '(defaults)'}")
+    _echo(f"Root: {display(display_path(found.root))}")
     for name, value in as_dict(file_config(path, found)).items():
         _echo(f"{name} = {value!r}")
     return EXIT_CLEAN

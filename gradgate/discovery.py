@@ -42,6 +42,15 @@ DEFAULT_EXCLUDED_DIRS = frozenset(
 )
 
 
+#: a Jupyter notebook named on the command line is refused, not read as Python (its JSON
+#: parses as a dict display: it passed, bug and all); folders' notebooks are not walked
+NOTEBOOK_SUFFIX = ".ipynb"
+NOTEBOOK_REFUSED = (
+    "a Jupyter notebook: gradgate checks Python files only "
+    "(export its code cells with `jupyter nbconvert --to script`, and check that)"
+)
+
+
 @record
 class Discovered:
     """A file to lint, a path that could not be used (``error`` says why), or one left
@@ -76,7 +85,9 @@ def discover(paths: Iterable[str], exclude: tuple[str, ...] = ()) -> Iterator[Di
             mode = os.lstat(root).st_mode
         except (OSError, ValueError):
             mode = None
-        if mode is not None and stat.S_ISREG(mode):  # a plain file, no link: one system call
+        if root.endswith(NOTEBOOK_SUFFIX) and os.path.isfile(root):
+            found.append((Discovered(root, NOTEBOOK_REFUSED), os.path.realpath(root)))
+        elif mode is not None and stat.S_ISREG(mode):  # a plain file, no link: one system call
             found.append((Discovered(root), _real_file(root, folders, link=False)))
         elif os.path.isdir(root):
             found.extend(_walk(root, exclude))

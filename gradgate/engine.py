@@ -44,7 +44,7 @@ from .model.values import Place
 from .prefilter import may_hold_findings
 from .records import record, replace
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
-from .source import SourceError, decode_check, read_source
+from .source import SourceError, decode_check, read_source, syntax_error_reason
 from .suppression import suppressed, suppression_comments
 
 if TYPE_CHECKING:
@@ -87,6 +87,23 @@ def selected_rules(config: Config) -> list[type[Rule]]:
     from .rule import all_rules
 
     return [r for r in all_rules() if config.selects(r.CODE, r.DEFAULT_ENABLED)]
+
+
+def _judged_rules(rules: Sequence[type[Rule]], config: Config) -> Sequence[type[Rule]]:
+    """The rules a pass works out: ``rules``; where only rules that judge no decision
+    are selected (``--select GG100``), also every rule on by default that is not
+    ignored, since a suppression is used only where it silences a finding (only the
+    selected rules' findings are reported)."""
+    if not config.reports_unused_suppressions or any(r.DECISIONS for r in rules):
+        return rules
+    from .rule import all_rules
+
+    others = [
+        r
+        for r in all_rules()
+        if r.DEFAULT_ENABLED and r not in rules and not any(r.CODE.startswith(i) for i in config.ignore)
+    ]
+    return [*rules, *others] if others else rules
 
 
 def _parse_cst(text: str) -> cst.Module:
@@ -262,7 +279,7 @@ class _Analysis:
             given = tree if tree is not None else project.tree_of(path, text) if project is not None else None
             self.tree = given if given is not None else parse(text)
         except SyntaxError as exc:
-            raise LintError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
+            raise LintError(syntax_error_reason(exc)) from None
         except (RecursionError, MemoryError, ValueError) as exc:
             raise LintError(f"cannot parse: {type(exc).__name__}") from None
         self.source = SourceLines(text, self.tree, self.lines)
@@ -275,9 +292,14 @@ class _Analysis:
         #: findings a suppression comment silenced
         self.suppressed: list[Finding] = []
         self.blocks = BlockIndex(self.tree)
-        self._judge(rules)
+        judged = _judged_rules(rules, config)
+        self._judge(judged)
+        if judged is not rules:  # their findings only tell which suppressions are used
+            reported = {r.CODE for r in rules}
+            self.found = [f for f in self.found if f.finding.rule in reported]
+            self.suppressed = [f for f in self.suppressed if f.rule in reported]
         if config.reports_unused_suppressions and "gradgate:" in text:
-            self.found.extend(self._unused_suppressions(text, rules))
+            self.found.extend(self._unused_suppressions(text, judged))
         # one finding a place: calls from several sites into one deciding predicate
         unique = {f.finding.sort_key(): f for f in reversed(self.found)}
         self.found = sorted(unique.values(), key=lambda f: f.finding.sort_key())

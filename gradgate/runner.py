@@ -24,7 +24,7 @@ from .discovery import Discovered, discover
 from .prefilter import may_hold_findings
 from .records import record
 from .results import FileResult, Finding
-from .source import SourceError, SourceFile, read_source
+from .source import SourceError, SourceFile, read_source, syntax_error
 from .suppression import file_ignored_bytes
 
 if TYPE_CHECKING:
@@ -556,8 +556,8 @@ def _run(
             except OSError:
                 info = None
             hit = cache.get_unchanged(abspath, info, item.path) if info is not None else None
-            if hit is not None:  # status unchanged: not read at all
-                if hit.stage == "prefilter":
+            if hit is not None and not (hit.stage == "prefilter" and abspath in options.named):
+                if hit.stage == "prefilter":  # status unchanged: not read at all
                     held[index] = hit
                 else:
                     results[index] = hit
@@ -577,6 +577,11 @@ def _run(
                 results[index] = hit
                 continue
         if options.prefilter and not may_hold_findings(data, config):
+            if abspath in options.named:  # named (pre-commit, a user): parsed all the same
+                reason = syntax_error(data)
+                if reason is not None:
+                    results[index] = FileResult(item.path, error=reason)
+                    continue
             held[index] = prefiltered = FileResult(item.path, stage="prefilter")
             if cache is not None:  # decided by a scan of the bytes: found again by status only
                 cache.put(abspath, None, source.info, now_ns, prefiltered)
