@@ -21,22 +21,36 @@ from collections.abc import Iterable, Iterator
 
 from .records import record
 
+#: ruff's default ``exclude`` (its folders), and gradgate's own cache folder
 DEFAULT_EXCLUDED_DIRS = frozenset(
     {
+        ".bzr",
+        ".direnv",
+        ".eggs",
         ".git",
+        ".git-rewrite",
         ".hg",
+        ".ipynb_checkpoints",
+        ".mypy_cache",
+        ".nox",
+        ".pants.d",
+        ".pyenv",
+        ".pytest_cache",
+        ".pytype",
+        ".ruff_cache",
         ".svn",
         ".tox",
-        ".nox",
         ".venv",
-        "venv",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
+        ".vscode",
         "__pycache__",
+        "__pypackages__",
+        "_build",
+        "buck-out",
+        "build",
+        "dist",
         "node_modules",
         "site-packages",
-        ".eggs",
+        "venv",
         ".gradgate_cache",
     }
 )

@@ -138,3 +138,37 @@ def test_show_files_and_show_settings(tmp_path):
     assert "ignore = ('GG003', 'GG001')" in lines
     assert "exclude = ('gen/*',)" in lines
     assert "per_file_ignores = (('sub/*', ('GG001',)),)" in lines
+
+
+def test_default_excludes_are_ruffs(tmp_path):
+    """ruff's default folders are skipped when walking (issue 28.7), named files are not."""
+    folders = ["dist", "_build", "buck-out", "__pypackages__", "build", ".direnv", ".pytype", ".vscode", "venv"]
+    for folder in folders:
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "mod.py").write_bytes(FLAGGED)
+    (tmp_path / "mod.py").write_bytes(FLAGGED)
+    walked = run_cli("check", "--show-files", ".", cwd=tmp_path)
+    assert (walked.returncode, walked.stdout) == (0, b"mod.py\n")
+    named = run_cli("check", "dist/mod.py", cwd=tmp_path)
+    assert named.returncode == 1 and named.stdout.startswith(b"dist/" + FINDING.encode())
+
+
+def test_show_source_caret_after_wide_characters(tmp_path):
+    """The caret lands under the finding after wide (CJK) characters and tabs (issue 28.7)."""
+    source = 'import torch\n\n\ndef f(ub_overlap_ag):\n\tub_overlap_ag = ub_overlap_ag and ("通信" and torch.is_grad_enabled())\n\treturn ub_overlap_ag\n'
+    (tmp_path / "wide.py").write_text(source, encoding="utf-8")
+    done = run_cli("check", "--show-source", "--no-cache", "wide.py", cwd=tmp_path)
+    lines = done.stdout.decode().splitlines()
+    assert lines[1] == '    \tub_overlap_ag = ub_overlap_ag and ("通信" and torch.is_grad_enabled())'
+    # 35 characters, then `"通信" and ` (9 characters, 11 cells), then the read
+    assert lines[2] == "    \t" + " " * (35 + 11) + "^" * 23
+
+
+def test_sarif_fix_says_what_it_does(tmp_path):
+    """A fix that deletes the statement is described so in SARIF (issue 28.7)."""
+    import json
+
+    (tmp_path / "mod.py").write_bytes(FLAGGED)
+    done = run_cli("check", "--format", "sarif", "mod.py", cwd=tmp_path)
+    (result,) = json.loads(done.stdout)["runs"][0]["results"]
+    assert result["fixes"][0]["description"]["text"] == "Delete the statement (it only disables, or would read `x = x`)"
