@@ -1,6 +1,8 @@
 """Checking one in-memory document (standard input, an editor's buffer) as the file it
 stands for: that file's settings, ``exclude``, ``per-file-ignores`` and
-``# gradgate: ignore-file`` apply as they would on disk."""
+``# gradgate: ignore-file`` apply as they would on disk, and, as a file named on the
+command line, it is parsed even where it holds no grad-mode token (a syntax error is
+an error, never a silent pass)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from .engine import lint_source
 from .results import FileResult, Finding
 from .runner import collector_paused
 from .settings import Settings
+from .source import syntax_error
 from .suppression import file_ignored_bytes
 from .targets import _excluded_below
 
@@ -38,7 +41,7 @@ def lint_document(
     if file_ignored_bytes(data):
         return FileResult(path, source=data, stage="ignored")
     with collector_paused():
-        return lint_source(
+        result = lint_source(
             path,
             data,
             file_config(path, settings),
@@ -48,6 +51,11 @@ def lint_document(
             parse=parse,
             known=known if fix else None,
         )
+    if result.stage == "prefilter":  # a document is a file named: parsed all the same
+        reason = syntax_error(data)
+        if reason is not None:
+            return FileResult(path, error=reason, source=data)
+    return result
 
 
 def file_config(path: str, settings: Settings) -> Config:
