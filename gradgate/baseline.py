@@ -117,3 +117,24 @@ def new_findings(findings: Sequence[Finding], known: Counter, root: str | None =
         else:
             out.append(finding)
     return out
+
+
+class Known:
+    """The findings a baseline records, as the predicate a fix asks (``known(finding)``):
+    a fix (``gradgate fix --baseline``, the codemod's ``--baseline``, the language
+    server's ``baseline`` option) leaves such a finding alone, as ``check --baseline``
+    does not report it. Every finding whose rule, file and line text the baseline
+    records is left, however many it counts: which of two identical lines is the new one
+    cannot be told. Plain data, so that worker processes can be handed it."""
+
+    def __init__(self, known: Counter, root: str | None = None) -> None:
+        self.keys = frozenset(key for key, count in known.items() if count > 0)
+        self.root = root
+
+    def __call__(self, finding: Finding) -> bool:
+        return _key(finding, self.root) in self.keys
+
+
+def known_of(path: str, root: str | None = None) -> Known:
+    """:class:`Known` of the baseline file ``path`` (raises :class:`BaselineError`)."""
+    return Known(load(path), root)

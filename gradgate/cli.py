@@ -58,24 +58,42 @@ class Invocation:
     stdin_filename: str | None = None
 
 
-def _override(select, ignore, exclude, report_unused_ignores):
+def _per_file_option(values: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``--per-file-ignores GLOB:CODES`` (repeatable), as ruff spells it."""
+    out = []
+    for value in values:
+        glob, colon, codes = value.rpartition(":")
+        if not colon or not glob or not _codes(codes):
+            raise UsageError(f"--per-file-ignores {value!r}: expected GLOB:CODES (`tests/*:GG001,GG003`)")
+        out.append((glob, _codes(codes)))
+    return tuple(out)
+
+
+def _override(
+    select, ignore, exclude, report_unused_ignores, extend_select=None, extend_ignore=None, per_file_ignores=()
+):
     """The command line's changes to a file's configuration (None: none)."""
     changes_select = _codes(select) if select else None
-    extra_ignore = _codes(ignore)
-    if not (changes_select or extra_ignore or exclude or report_unused_ignores):
+    extra_ignore = (*_codes(ignore), *_codes(extend_ignore))
+    extra_select = _codes(extend_select)
+    per_file = _per_file_option(per_file_ignores)
+    if not (changes_select or extra_ignore or extra_select or per_file or exclude or report_unused_ignores):
         return None
     from .config import UNUSED_SUPPRESSION_CODE
 
     def apply(config):
-        changes = {}
+        changes: dict[str, Any] = {}
         if changes_select:
             changes["select"] = changes_select
         if extra_ignore:
             changes["ignore"] = (*config.ignore, *extra_ignore)
         if exclude:
             changes["exclude"] = (*config.exclude, *exclude)
-        if report_unused_ignores:
-            changes["extend_select"] = (*config.extend_select, UNUSED_SUPPRESSION_CODE)
+        if report_unused_ignores or extra_select:
+            unused = (UNUSED_SUPPRESSION_CODE,) if report_unused_ignores else ()
+            changes["extend_select"] = (*config.extend_select, *extra_select, *unused)
+        if per_file:
+            changes["per_file_ignores"] = (*config.per_file_ignores, *per_file)
         return config.with_changes(**changes)
 
     return apply
@@ -99,6 +117,10 @@ def _invocation(
     respect_gitignore=True,
     unsafe_fixes=False,
     edits=False,
+    extend_select=None,
+    extend_ignore=None,
+    per_file_ignores=(),
+    known=None,
 ) -> Invocation:
     from .runner import RunOptions
     from .settings import Resolver
@@ -110,8 +132,15 @@ def _invocation(
     if stdin_filename is not None and "-" not in paths and paths != (".",):
         raise UsageError("--stdin-filename is for `-` (standard input)")
     if stdin_filename is not None:
+        from .discovery import NOTEBOOK_REFUSED, NOTEBOOK_SUFFIX
+
+        if stdin_filename.endswith(NOTEBOOK_SUFFIX):
+            raise UsageError(f"--stdin-filename {display(stdin_filename)}: {NOTEBOOK_REFUSED}")
         paths = ("-",)
-    resolver = Resolver(config_file, _override(select, ignore, exclude, report_unused_ignores))
+    resolver = Resolver(
+        config_file,
+        _override(select, ignore, exclude, report_unused_ignores, extend_select, extend_ignore, per_file_ignores),
+    )
     try:
         if paths == ("-",):
             # validate the configuration now: usage errors before reading stdin
@@ -139,6 +168,7 @@ def _invocation(
         jobs=jobs,
         unsafe_fixes=unsafe_fixes,
         edits=edits,
+        known=known,
     )
     return Invocation(
         paths, targets, resolver, options, progress, stdin_filename=(stdin_filename or "-") if paths == ("-",) else None
@@ -233,6 +263,7 @@ def _stdin_result(invocation: Invocation):
         fix=options.fix,
         unsafe_fixes=options.unsafe_fixes,
         edits=options.edits and not options.fix,
+        known=options.known,
     )
 
 
@@ -389,7 +420,16 @@ def _shared(parser: _Parser) -> None:
         help="A gradgate.toml or pyproject.toml for every file (default: the nearest to each file).",
     )
     add("--select", metavar="CODES", help="Comma-separated rule codes (or prefixes) to run.")
+    add("--extend-select", metavar="CODES", help="Rule codes (or prefixes) to run besides the selection.")
     add("--ignore", metavar="CODES", help="Comma-separated rule codes (or prefixes) to skip.")
+    add("--extend-ignore", metavar="CODES", help="Rule codes (or prefixes) to skip besides `ignore` (as --ignore).")
+    add(
+        "--per-file-ignores",
+        action="append",
+        default=[],
+        metavar="GLOB:CODES",
+        help="Rules to skip in files matching GLOB (repeatable; GLOB as in the configuration's).",
+    )
     add("--exclude", action="append", default=[], metavar="GLOB", help="Glob of paths to skip (repeatable).")
     add(
         "--force-exclude",
@@ -463,6 +503,8 @@ def _check_parser() -> _Parser:
         action="store_true",
         help="Also report `# gradgate: ignore` comments that suppress nothing (GG100).",
     )
+    add("--show-settings", action="store_true", help="Print the settings of the first file to check, and exit.")
+    add("--show-files", action="store_true", help="Print the files that would be checked, and exit.")
     return parser
 
 
@@ -472,6 +514,12 @@ def _fix_parser() -> _Parser:
     add = parser.add_argument
     add("--diff", action="store_true", help="Print a unified diff of the fixes; write nothing (exit 1 if any).")
     add("--exit-non-zero-on-fix", action="store_true", help="Exit 1 when a file was fixed, even if nothing is left.")
+    add(
+        "--baseline",
+        dest="baseline_file",
+        metavar="FILE",
+        help="Leave the findings this baseline records unfixed and unreported.",
+    )
     return parser
 
 
@@ -511,6 +559,11 @@ def check(
     write_baseline_file,
     add_noqa,
     report_unused_ignores,
+    extend_select=None,
+    extend_ignore=None,
+    per_file_ignores=(),
+    show_settings=False,
+    show_files=False,
 ) -> int:
     """``gradgate check``: :data:`CHECK_HELP`; the exit code."""
     _collector_off()
@@ -535,13 +588,21 @@ def check(
         respect_gitignore=respect_gitignore,
         unsafe_fixes=unsafe_fixes,
         edits=edits,
+        extend_select=extend_select,
+        extend_ignore=extend_ignore,
+        per_file_ignores=per_file_ignores,
     )
+    if show_files or show_settings:
+        return _show(invocation, show_settings)
     out = Output(output_format, show_source, show_fixes, statistics, quiet, output_file, unsafe_fixes)
     results = list(_results(invocation))
     if edits:  # the files analysed have their edits; a cached result or standard input may not
-        from .document import with_edits
+        from .document import file_config, with_edits
 
-        results = [with_edits(r, invocation.resolver.for_path(r.path).config) if r.findings else r for r in results]
+        results = [
+            with_edits(r, file_config(r.path, invocation.resolver.for_path(r.path))) if r.findings else r
+            for r in results
+        ]
     errors = _print_errors(results)
     findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
     if add_noqa:
@@ -574,6 +635,33 @@ def check(
     sarif["suppressed"] = sorted((f for r in results for f in r.suppressed), key=lambda f: f.sort_key())
     out.write(out.render(findings, errors, **(sarif if output_format == "sarif" else {})))
     return EXIT_ERROR if errors else EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN
+
+
+def _show(invocation: Invocation, settings: bool) -> int:
+    """``--show-files``: the files a check would read, one a line; ``--show-settings``:
+    the settings of the first of them (its configuration file and every value)."""
+    from .records import as_dict
+
+    targets = [t for t in invocation.targets if t.error is None]
+    if not settings:
+        for target in targets:
+            _echo(display(target.path))
+        return EXIT_CLEAN
+    if targets:
+        path, found = targets[0].path, targets[0].settings
+    else:
+        path = invocation.stdin_filename or (invocation.paths[0] if invocation.paths else ".")
+        found = invocation.resolver.for_path(path if path != "-" else "stdin.py")
+    assert found is not None
+    from .document import file_config
+    from .targets import display_path
+
+    _echo(f"Resolved settings for: {display(path)}")
+    _echo(f"Settings path: {display(display_path(found.source)) if found.source else '(defaults)'}")
+    _echo(f"Root: {display(display_path(found.root))}")
+    for name, value in as_dict(file_config(path, found)).items():
+        _echo(f"{name} = {value!r}")
+    return EXIT_CLEAN
 
 
 def _add_noqa(results, quiet: bool) -> None:
@@ -624,6 +712,10 @@ def fix(
     progress,
     diff,
     exit_non_zero_on_fix,
+    extend_select=None,
+    extend_ignore=None,
+    per_file_ignores=(),
+    baseline_file=None,
 ) -> int:
     """``gradgate fix``: :data:`FIX_HELP`; the exit code."""
     _collector_off()
@@ -631,6 +723,15 @@ def fix(
     from .records import replace
     from .results import FileResult, Finding
     from .source import SourceError, write_atomic
+
+    known = None
+    if baseline_file:
+        from . import baseline
+
+        try:
+            known = baseline.known_of(baseline_file, os.getcwd())
+        except baseline.BaselineError as exc:
+            raise UsageError(str(exc)) from None
 
     invocation = _invocation(
         paths,
@@ -648,6 +749,10 @@ def fix(
         force_exclude=force_exclude,
         respect_gitignore=respect_gitignore,
         unsafe_fixes=unsafe_fixes,
+        extend_select=extend_select,
+        extend_ignore=extend_ignore,
+        per_file_ignores=per_file_ignores,
+        known=known,
     )
     out = Output(output_format, False, show_fixes, False, quiet, output_file, unsafe_fixes)
     stdin = invocation.stdin_filename is not None
@@ -685,7 +790,7 @@ def fix(
             changed.append(result)
         results.append(result)
     errors = _print_errors(results)
-    remaining = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
+    remaining = sorted((f for r in results for f in r.findings if known is None or not known(f)), key=Finding.sort_key)
     verb = "Would fix" if diff else "Fixed"
     total = sum(len(r.fixed_findings) for r in changed)
     if not quiet:

@@ -277,6 +277,26 @@ class Config:
             return self
         return replace(self, learned_fields=fields, learned_keys=keys, learned_params=params)
 
+    def for_file(self, path: str, root: str | None) -> Config:
+        """This configuration as it applies to the file ``path``: the codes its
+        ``per-file-ignores`` name for it ignored too (``root``: the folder the globs are
+        relative to; None: the working directory). Every path, check and each fix alike,
+        runs the engine with it, so a rule a file is exempt from is neither reported nor
+        fixed there."""
+        if not self.per_file_ignores:
+            return self
+        codes = per_file_codes(self.per_file_ignores, path, root)
+        if not codes:
+            return self
+        derived = self._per_file.get(codes)
+        if derived is None:
+            derived = self._per_file[codes] = replace(self, ignore=(*self.ignore, *codes))
+        return derived
+
+    @cached_property
+    def _per_file(self) -> dict[tuple[str, ...], Config]:
+        return {}
+
     @cached_property
     def comm_flag_re(self) -> re.Pattern[str]:
         return re.compile("|".join(f"(?:{p})" for p in self.comm_flag_patterns) or r"(?!)")
@@ -382,6 +402,25 @@ class Config:
         from .digest import digest
 
         return digest(repr(sorted(as_dict(self).items())).encode(), 8)
+
+
+def per_file_codes(
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...], path: str, root: str | None
+) -> tuple[str, ...]:
+    """The codes ``per-file-ignores`` names for the file ``path``: each glob matched
+    against its path relative to ``root`` (or the working directory) and its name."""
+    import fnmatch
+    import os
+
+    relative = os.path.relpath(os.path.abspath(path), root or os.getcwd()).replace(os.sep, "/")
+    name = relative.rsplit("/", 1)[-1]
+    found = {
+        code
+        for pattern, codes in per_file_ignores
+        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(name, pattern)
+        for code in codes
+    }
+    return tuple(sorted(found))
 
 
 def check_pattern(pattern: str) -> None:

@@ -21,24 +21,47 @@ from collections.abc import Iterable, Iterator
 
 from .records import record
 
+#: ruff's default ``exclude`` (its folders), and gradgate's own cache folder
 DEFAULT_EXCLUDED_DIRS = frozenset(
     {
+        ".bzr",
+        ".direnv",
+        ".eggs",
         ".git",
+        ".git-rewrite",
         ".hg",
+        ".ipynb_checkpoints",
+        ".mypy_cache",
+        ".nox",
+        ".pants.d",
+        ".pyenv",
+        ".pytest_cache",
+        ".pytype",
+        ".ruff_cache",
         ".svn",
         ".tox",
-        ".nox",
         ".venv",
-        "venv",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
+        ".vscode",
         "__pycache__",
+        "__pypackages__",
+        "_build",
+        "buck-out",
+        "build",
+        "dist",
         "node_modules",
         "site-packages",
-        ".eggs",
+        "venv",
         ".gradgate_cache",
     }
+)
+
+
+#: a Jupyter notebook named on the command line is refused, not read as Python (its JSON
+#: parses as a dict display: it passed, bug and all); folders' notebooks are not walked
+NOTEBOOK_SUFFIX = ".ipynb"
+NOTEBOOK_REFUSED = (
+    "a Jupyter notebook: gradgate checks Python files only "
+    "(export its code cells with `jupyter nbconvert --to script`, and check that)"
 )
 
 
@@ -76,7 +99,9 @@ def discover(paths: Iterable[str], exclude: tuple[str, ...] = ()) -> Iterator[Di
             mode = os.lstat(root).st_mode
         except (OSError, ValueError):
             mode = None
-        if mode is not None and stat.S_ISREG(mode):  # a plain file, no link: one system call
+        if root.endswith(NOTEBOOK_SUFFIX) and os.path.isfile(root):
+            found.append((Discovered(root, NOTEBOOK_REFUSED), os.path.realpath(root)))
+        elif mode is not None and stat.S_ISREG(mode):  # a plain file, no link: one system call
             found.append((Discovered(root), _real_file(root, folders, link=False)))
         elif os.path.isdir(root):
             found.extend(_walk(root, exclude))

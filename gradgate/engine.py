@@ -44,7 +44,7 @@ from .model.values import Place
 from .prefilter import may_hold_findings
 from .records import record, replace
 from .results import Applicability, Edit, FileResult, Finding, FlowStep
-from .source import SourceError, decode_check, read_source
+from .source import SourceError, decode_check, read_source, syntax_error_reason
 from .suppression import suppressed, suppression_comments
 
 if TYPE_CHECKING:
@@ -87,6 +87,23 @@ def selected_rules(config: Config) -> list[type[Rule]]:
     from .rule import all_rules
 
     return [r for r in all_rules() if config.selects(r.CODE, r.DEFAULT_ENABLED)]
+
+
+def _judged_rules(rules: Sequence[type[Rule]], config: Config) -> Sequence[type[Rule]]:
+    """The rules a pass works out: ``rules``; where only rules that judge no decision
+    are selected (``--select GG100``), also every rule on by default that is not
+    ignored, since a suppression is used only where it silences a finding (only the
+    selected rules' findings are reported)."""
+    if not config.reports_unused_suppressions or any(r.DECISIONS for r in rules):
+        return rules
+    from .rule import all_rules
+
+    others = [
+        r
+        for r in all_rules()
+        if r.DEFAULT_ENABLED and r not in rules and not any(r.CODE.startswith(i) for i in config.ignore)
+    ]
+    return [*rules, *others] if others else rules
 
 
 def _parse_cst(text: str) -> cst.Module:
@@ -249,17 +266,20 @@ class _Analysis:
         project: Project | None = None,
         tree: ast.Module | None = None,
         parse: Callable[[str], ast.Module] = ast.parse,
+        known: Callable[[Finding], bool] | None = None,
     ):
         """``tree``: the tree of ``text`` where the caller has it (a fix pass's, spliced);
-        ``parse`` makes it otherwise (an editor buffer's :class:`~gradgate.model.splice.Reparser`)."""
+        ``parse`` makes it otherwise (an editor buffer's :class:`~gradgate.model.splice.Reparser`);
+        ``known``: findings it holds (a baseline's) are reported but never fixed."""
         self.path = path
+        self.known = known
         self.text = text
         self.lines = split_lines(text)
         try:
-            known = tree if tree is not None else project.tree_of(path, text) if project is not None else None
-            self.tree = known if known is not None else parse(text)
+            given = tree if tree is not None else project.tree_of(path, text) if project is not None else None
+            self.tree = given if given is not None else parse(text)
         except SyntaxError as exc:
-            raise LintError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
+            raise LintError(syntax_error_reason(exc)) from None
         except (RecursionError, MemoryError, ValueError) as exc:
             raise LintError(f"cannot parse: {type(exc).__name__}") from None
         self.source = SourceLines(text, self.tree, self.lines)
@@ -272,9 +292,14 @@ class _Analysis:
         #: findings a suppression comment silenced
         self.suppressed: list[Finding] = []
         self.blocks = BlockIndex(self.tree)
-        self._judge(rules)
+        judged = _judged_rules(rules, config)
+        self._judge(judged)
+        if judged is not rules:  # their findings only tell which suppressions are used
+            reported = {r.CODE for r in rules}
+            self.found = [f for f in self.found if f.finding.rule in reported]
+            self.suppressed = [f for f in self.suppressed if f.rule in reported]
         if config.reports_unused_suppressions and "gradgate:" in text:
-            self.found.extend(self._unused_suppressions(text, rules))
+            self.found.extend(self._unused_suppressions(text, judged))
         # one finding a place: calls from several sites into one deciding predicate
         unique = {f.finding.sort_key(): f for f in reversed(self.found)}
         self.found = sorted(unique.values(), key=lambda f: f.finding.sort_key())
@@ -407,6 +432,8 @@ class _Analysis:
             self.used_suppressions.add(silenced)
             self.suppressed.append(replace(finding, applicability=None))
             return None
+        if fix_plan is not None and self.known is not None and self.known(finding):
+            return _Found(replace(finding, applicability=None, fix_title=""), None)  # a baseline's: left alone
         return _Found(finding, fix_plan)
 
     def _at_deciding_place(self, rule: type[Rule], message: str, steps: list[FlowStep], place: Place) -> _Found | None:
@@ -592,13 +619,15 @@ def lint_source(
     project: Project | None = None,
     also: frozenset[bytes] = frozenset(),
     parse: Callable[[str], ast.Module] = ast.parse,
+    known: Callable[[Finding], bool] | None = None,
 ) -> FileResult:
     """Lint (and optionally fix) ``data``, the bytes of the file ``path``.
 
     ``unsafe_fixes`` applies the unsafe fixes too; ``edits`` gives each finding with a
     fix its text edit (LibCST is then imported for files that have one); ``parse``
     makes the tree of the decoded text (``ast.parse``; the language server splices the
-    tree of a buffer's previous text, :class:`~gradgate.model.splice.Reparser`). Never raises
+    tree of a buffer's previous text, :class:`~gradgate.model.splice.Reparser`); ``known``
+    says which findings a fix leaves alone (a baseline's: reported, not fixable). Never raises
     for a file's content: a file that cannot be analysed or fixed is a result with
     ``error`` set.
     """
@@ -611,7 +640,7 @@ def lint_source(
     rules = selected_rules(config)
     text = data.decode(encoding)
     try:
-        analysis = _Analysis(path, text, config, rules, whole=not prefilter, project=project, parse=parse)
+        analysis = _Analysis(path, text, config, rules, whole=not prefilter, project=project, parse=parse, known=known)
     except LintError as exc:
         return FileResult(path, error=str(exc), source=data)
     if edits and not fix:
@@ -633,7 +662,7 @@ def lint_source(
     del analysis  # before the next pass parses and analyses the fixed text
     try:
         final, current, fixed_findings, cst_lines = _fix(
-            path, text, passes, config, rules, prefilter, unsafe_fixes, project
+            path, text, passes, config, rules, prefilter, unsafe_fixes, project, known
         )
     except LintError as exc:
         return FileResult(path, remaining, error=str(exc), source=data, stage="fix")
@@ -682,6 +711,7 @@ def _fix(
     prefilter: bool,
     unsafe_fixes: bool,
     project: Project | None = None,
+    known: Callable[[Finding], bool] | None = None,
 ) -> tuple[_Analysis, str, list[Finding], int]:
     """The passes of fixes; ``passes`` holds the first analysis, taken out here so that
     one pass's tree and model are garbage before the next pass builds its own (on a
@@ -706,7 +736,9 @@ def _fix(
         if project is not None:
             project.forget(path)  # the project's reference to this pass's tree too
         try:
-            next_analysis = _Analysis(path, candidate, config, rules, whole=not prefilter, project=project, tree=tree)
+            next_analysis = _Analysis(
+                path, candidate, config, rules, whole=not prefilter, project=project, tree=tree, known=known
+            )
         except LintError as exc:
             raise _FixInvalid(f"a fix produced invalid code ({exc}); file left unchanged") from None
         if odd_layout(candidate):  # a fix spliced in is re-read by LibCST whole

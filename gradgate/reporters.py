@@ -47,6 +47,20 @@ def _fix_note(finding: Finding, unsafe_fixes: bool) -> str | None:
     return "help: an unsafe fix is available (`gradgate fix --unsafe-fixes`)"
 
 
+def _cells(text: str) -> int:
+    """The terminal cells ``text`` takes: 2 for a wide (East Asian) character, 0 for a
+    combining one, 1 for the others."""
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _pad(prefix: str) -> str:
+    """What goes under ``prefix`` (the line up to a finding) so that a caret lands under
+    the finding: its tabs kept, blanks as wide as each other character."""
+    return "".join(c if c == "\t" else " " * _cells(c) for c in prefix)
+
+
 def render_text(
     findings: Sequence[Finding],
     show_source: bool = False,
@@ -59,8 +73,11 @@ def render_text(
         out.append(text_line(finding, color))
         if show_source and finding.source_line:
             out.append(f"    {display(finding.source_line.rstrip(), keep_tabs=True)}")
-            width = max(1, (finding.end_column - finding.column) if finding.end_line == finding.line else 1)
-            out.append("    " + " " * (finding.column - 1) + _style("^" * width, _RED, color))
+            line = finding.source_line
+            end = finding.end_column if finding.end_line == finding.line else finding.column + 1
+            pad = _pad(line[: finding.column - 1])
+            width = max(1, _cells(line[finding.column - 1 : end - 1]))
+            out.append("    " + pad + _style("^" * width, _RED, color))
         for step in finding.flow if show_source else ():  # the concise form stays one line
             where = f"{display(step.path)}:{step.line}:{step.column}"
             out.append(f"    {_style('note:', _CYAN, color)} {where}: {one_line(step.message)}")
@@ -340,7 +357,7 @@ def _sarif_result(f: Finding, why: str, index: dict[str, int], baseline_file: st
     if f.flow:
         result["codeFlows"] = [{"threadFlows": [{"locations": [_sarif_flow_step(step) for step in f.flow]}]}]
     if f.edit is not None:
-        result["fixes"] = [_sarif_fix(f.path, f.edit)]
+        result["fixes"] = [_sarif_fix(f.path, f.edit, f.fix_title)]
     return result
 
 
@@ -350,9 +367,12 @@ def _sarif_flow_step(step: FlowStep) -> dict[str, object]:
     return {"location": {**location, "message": {"text": step.message}}}
 
 
-def _sarif_fix(path: str, e: Edit) -> dict[str, object]:
+def _sarif_fix(path: str, e: Edit, title: str = "") -> dict[str, object]:
+    """A SARIF ``fix``: the edit, described by what it does (its finding's fix title:
+    "Delete the statement ...", "Remove the grad-mode operand")."""
+    title = title or "remove the grad-mode operand"
     return {
-        "description": {"text": "Remove the grad-mode operand"},
+        "description": {"text": title[0].upper() + title[1:]},
         "artifactChanges": [
             {
                 "artifactLocation": {"uri": _uri(path), "uriBaseId": "%SRCROOT%"},
@@ -402,37 +422,46 @@ def fingerprint(finding: Finding, root: str | None = None) -> str:
 # -- JUnit XML --------------------------------------------------------------------------
 def render_junit(findings: Sequence[Finding], errors: Sequence[FileResult] = ()) -> str:
     """JUnit XML as ruff writes it: a test suite per file, a failing test case per
-    finding (and per file that could not be checked); one passing case when all is clean."""
+    finding, an erroring one (``<error>``, counted in ``errors``) per file that could not
+    be checked; one passing case when all is clean."""
     from xml.sax.saxutils import quoteattr
 
     def attr(value: object) -> str:
         return quoteattr(_xml_text(str(value)))
 
-    by_file: dict[str, list[tuple[str, str, str]]] = {}
+    by_file: dict[str, list[tuple[str, str, str, str]]] = {}
     for f in findings:
         by_file.setdefault(display(f.path), []).append(
             (
                 f"org.gradgate.{f.rule}",
                 f"{display(f.path)}:{f.line}:{f.column}: {f.rule} {f.message}",
                 f"line {f.line}, col {f.column}, {f.message}",
+                "failure",
             )
         )
     for r in errors:
         by_file.setdefault(display(r.path), []).append(
-            ("org.gradgate.error", f"{display(r.path)}: {r.error}", str(r.error))
+            ("org.gradgate.error", f"{display(r.path)}: {r.error}", str(r.error), "error")
         )
-    failures = sum(len(cases) for cases in by_file.values())
+    cases_in = sum(len(cases) for cases in by_file.values())
+    failures, failed = len(findings), len(errors)
     out = ['<?xml version="1.0" encoding="UTF-8"?>']
-    out.append(f'<testsuites name="gradgate" tests={attr(max(failures, 1))} failures={attr(failures)} errors="0">')
+    out.append(
+        f'<testsuites name="gradgate" tests={attr(max(cases_in, 1))} failures={attr(failures)} errors={attr(failed)}>'
+    )
     if not by_file:
         out.append('  <testsuite name="gradgate" tests="1" failures="0" errors="0">')
         out.append('    <testcase name="No findings" classname="gradgate"/>')
         out.append("  </testsuite>")
     for path, cases in by_file.items():
-        out.append(f'  <testsuite name={attr(path)} tests={attr(len(cases))} failures={attr(len(cases))} errors="0">')
-        for name, message, body in cases:
+        errored = sum(1 for case in cases if case[3] == "error")
+        out.append(
+            f"  <testsuite name={attr(path)} tests={attr(len(cases))} failures={attr(len(cases) - errored)} "
+            f"errors={attr(errored)}>"
+        )
+        for name, message, body, kind in cases:
             out.append(f"    <testcase name={attr(name)} classname={attr(path)}>")
-            out.append(f"      <failure message={attr(message)}>{_xml_escape(body)}</failure>")
+            out.append(f"      <{kind} message={attr(message)}>{_xml_escape(body)}</{kind}>")
             out.append("    </testcase>")
         out.append("  </testsuite>")
     out.append("</testsuites>")

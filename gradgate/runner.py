@@ -24,8 +24,8 @@ from .discovery import Discovered, discover
 from .learned import NOTHING, learn
 from .prefilter import may_hold_findings
 from .records import record, replace
-from .results import FileResult
-from .source import SourceError, SourceFile, read_source
+from .results import FileResult, Finding
+from .source import SourceError, SourceFile, read_source, syntax_error
 from .suppression import file_ignored_bytes
 
 if TYPE_CHECKING:
@@ -52,6 +52,9 @@ class RunOptions:
     #: the files (absolute) named on the command line, not found in a folder: asked
     #: against the modules outside the run they import too (:func:`_outside_pass`)
     named: frozenset[str] = frozenset()
+    #: a fix leaves alone the findings this says are known (a baseline's,
+    #: :class:`gradgate.baseline.Known`); None: every fixable finding is fixed
+    known: Callable[[Finding], bool] | None = None
 
 
 def lint_source(path: str, data: bytes, config: Config, **options: object) -> FileResult:
@@ -61,26 +64,6 @@ def lint_source(path: str, data: bytes, config: Config, **options: object) -> Fi
     from .engine import lint_source as analyse
 
     return analyse(path, data, config, **options)  # type: ignore[arg-type]
-
-
-def _per_file_ignored(result: FileResult, config: Config, root: str | None) -> FileResult:
-    if not config.per_file_ignores or not result.findings:
-        return result
-    import fnmatch
-
-    from .records import replace
-
-    path = os.path.relpath(os.path.abspath(result.path), root or os.getcwd()).replace(os.sep, "/")
-    ignored = {
-        code
-        for pattern, codes in config.per_file_ignores
-        if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern)
-        for code in codes
-    }
-    if not ignored:
-        return result
-    kept = tuple(f for f in result.findings if not any(f.rule.startswith(c) for c in ignored))
-    return replace(result, findings=kept)
 
 
 def _lean(result: FileResult) -> FileResult:
@@ -154,7 +137,20 @@ def _collect_now_and_then(size: int) -> None:
         gc.collect(0)
 
 
-Job = tuple[str, bytes, Config, bool, bool, bool, bool, tuple[str, ...], frozenset[bytes], frozenset[str]]
+Job = tuple[
+    str,
+    bytes,
+    Config,
+    bool,
+    bool,
+    bool,
+    bool,
+    tuple[str, ...],
+    frozenset[bytes],
+    frozenset[str],
+    str | None,
+    Callable[[Finding], bool] | None,
+]
 
 
 def _job(
@@ -179,11 +175,13 @@ def _job(
         roots,
         also,
         analysed,
+        options.root,
+        options.known if options.fix else None,
     )
 
 
 def _analyse(job: Job) -> FileResult:
-    path, data, config, fix, prefilter, unsafe_fixes, edits, paths, also, analysed = job
+    path, data, config, fix, prefilter, unsafe_fixes, edits, paths, also, analysed, root, known = job
     project = _project(config, paths)
     project.note_returns(name.decode() for name in also)
     project.expect(analysed)
@@ -191,13 +189,14 @@ def _analyse(job: Job) -> FileResult:
         result = lint_source(
             path,
             data,
-            config,
+            config.for_file(path, root),  # its per-file-ignores: neither reported nor fixed
             fix=fix,
             prefilter=prefilter,
             unsafe_fixes=unsafe_fixes,
             edits=edits,
             project=project,
             also=also,
+            known=known,
         )
     _collect_now_and_then(len(data))
     return _lean(result)
@@ -565,6 +564,11 @@ def _run(
         elif not spells and carriers:
             spells = may_hold_findings(data, config)  # a learned carrier's name
         if not spells:
+            if abspath in options.named:  # named (pre-commit, a user): parsed all the same
+                reason = syntax_error(data)
+                if reason is not None:
+                    results[index] = FileResult(item.path, error=reason)
+                    return
             held[index] = prefiltered = FileResult(item.path, stage="prefilter", carriers=carriers)
             if cache is not None:  # decided by a scan of the bytes: found again by status only
                 cache.put(abspath, None, source.info, now_ns, prefiltered)
@@ -589,8 +593,8 @@ def _run(
             except OSError:
                 info = None
             hit = cache.get_unchanged(abspath, info, item.path) if info is not None else None
-            if hit is not None:  # status unchanged: not read at all
-                if hit.stage == "prefilter":
+            if hit is not None and not (hit.stage == "prefilter" and abspath in options.named):
+                if hit.stage == "prefilter":  # status unchanged: not read at all
                     held[index] = hit
                 else:
                     results[index] = hit
@@ -653,7 +657,7 @@ def _run(
             if progress is not None:
                 progress(done, total)
             while next_out < total and results[next_out] is not None:
-                yield _per_file_ignored(results[next_out], config, options.root)  # type: ignore[arg-type]
+                yield results[next_out]  # type: ignore[misc]
                 next_out += 1
         named = frozenset(i for i, item in enumerate(discovered) if os.path.abspath(item.path) in options.named)
         context = _Held(config, options, roots, cache, now_ns)
@@ -663,7 +667,7 @@ def _run(
             if progress is not None:
                 progress(done, total)
         while next_out < total:
-            yield _per_file_ignored(results[next_out], config, options.root)  # type: ignore[arg-type]
+            yield results[next_out]  # type: ignore[misc]
             next_out += 1
     finally:
         if pool is not None:

@@ -1,7 +1,9 @@
 """``gradgate server``: a language server over stdio (pygls; the ``lsp`` extra).
 
 - **Diagnostics** as the user types: each change of a document is checked after a short
-  pause (``debounce``, 150 ms; ``initializationOptions: {"debounce": MS}``) from the
+  pause (``debounce``, 0 ms by default: at once, one check of a document at a time, the
+  changes that come meanwhile checked together after it;
+  ``initializationOptions: {"debounce": MS}``) from the
   in-memory text, with the settings of the file the document stands for (nearest
   ``gradgate.toml`` / ``pyproject.toml``, its ``exclude`` and ``per-file-ignores``);
   results are kept by content, so undoing an edit costs nothing. A result that arrives
@@ -9,8 +11,12 @@
 - **Code actions**: one quick fix per finding with a fix (safe ones preferred, unsafe
   ones titled "(unsafe)"; its text edit, which needs LibCST, is computed when code
   actions are asked for, never on the diagnostics' path), a "suppress on this line"
-  action, and "Fix all gradgate findings" (``source.fixAll.gradgate``, safe fixes only; the ``gradgate.applyFixes``
-  command sends the same edit with ``workspace/applyEdit``).
+  action, and "Fix all gradgate findings" (``source.fixAll.gradgate``, safe fixes only,
+  as one text edit per changed run of lines; the ``gradgate.applyFixes`` command sends
+  the same edit with ``workspace/applyEdit``, to clients that declared it).
+- **Baseline**: ``initializationOptions: {"baseline": FILE}`` (relative to the
+  workspace's root) hides the findings a ``gradgate check --write-baseline`` recorded,
+  and no fix touches them.
 - **Hover** over a finding: the rule's documentation.
 
 Positions are converted between gradgate's 1-based character columns and the client's
@@ -22,9 +28,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -51,7 +58,12 @@ class GradgateServer(LanguageServer):
 
     def __init__(self) -> None:
         super().__init__("gradgate", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
-        self.debounce = 0.15
+        self.debounce = 0.0
+        #: documents a check is running for, and those changed meanwhile (checked again after it)
+        self.running: set[str] = set()
+        self.again: set[str] = set()
+        #: the baseline's findings (``initializationOptions.baseline``): not shown, not fixed
+        self.known: Callable[[Finding], bool] | None = None
         self.results: dict[str, tuple[int | None, FileResult]] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.cache: OrderedDict[tuple, FileResult] = OrderedDict()
@@ -93,11 +105,15 @@ class GradgateServer(LanguageServer):
         if excluded(path, settings):
             result = FileResult(path, source=data, stage="excluded")
         elif fix:  # the fix's passes splice the trees they make, the buffer's too
-            result = lint_document(path, data, settings, fix=True)
+            result = lint_document(path, data, settings, fix=True, known=self.known)
         else:
             with self.checking:
                 parse = self.trees.setdefault(document.uri, Reparser())
                 result = lint_document(path, data, settings, parse=parse)
+        if self.known is not None and result.findings:
+            from .records import replace
+
+            result = replace(result, findings=tuple(f for f in result.findings if not self.known(f)))
         self._remember(key, result)
         return result
 
@@ -116,9 +132,9 @@ class GradgateServer(LanguageServer):
         """``result`` with each fixable finding's text edit (cached by content)."""
         if result.source is None or not any(f.applicability is not None and f.edit is None for f in result.findings):
             return result
-        from .document import with_edits
+        from .document import file_config, with_edits
 
-        config = self.resolver.for_path(result.path).config
+        config = file_config(result.path, self.resolver.for_path(result.path))
         key = (result.path, digest(result.source), config.fingerprint(), "edits")
         hit = self._cached(key)
         if hit is None:
@@ -136,11 +152,15 @@ class GradgateServer(LanguageServer):
 
     async def publish(self, uri: str) -> None:
         self.pending.pop(uri, None)
+        if uri in self.running:  # checked once more when the running check ends
+            self.again.add(uri)
+            return
         try:
             document = self.workspace.get_text_document(uri)
         except KeyError:
             return
         version = document.version
+        self.running.add(uri)
         try:
             result = await asyncio.get_running_loop().run_in_executor(None, self.check, document)
         except ConfigError as exc:
@@ -149,6 +169,11 @@ class GradgateServer(LanguageServer):
         except Exception:  # a request handler's guard: log it, keep serving
             log.exception("gradgate failed on %s", uri)
             return
+        finally:
+            self.running.discard(uri)
+            if uri in self.again:
+                self.again.discard(uri)
+                self.schedule(uri, 0)
         if uri not in self.workspace.text_documents or self.workspace.get_text_document(uri).version != version:
             return  # edited (or closed) meanwhile: a newer check is due
         self.results[uri] = (version, result)
@@ -210,16 +235,37 @@ def _docs_url(code: str) -> str:
     return f"https://github.com/gradgate/gradgate/blob/main/docs/rules/{code}.md"
 
 
+#: where the engine's reason for a file it could not parse puts the error
+_SYNTAX_ERROR = re.compile(r"^syntax error at (\d+):(\d+)")
+
+
+def _error_diagnostic(document: TextDocument, error: str) -> types.Diagnostic:
+    """A file that could not be checked: a syntax error at its place (code
+    ``invalid-syntax``, as ruff's), any other reason at the top (``not-checked``)."""
+    at = _SYNTAX_ERROR.match(error)
+    if at is None:
+        where = types.Range(start=types.Position(0, 0), end=types.Position(0, 0))
+        code = "not-checked"
+    else:
+        lines = document.lines
+        line = min(int(at.group(1)), max(len(lines), 1))
+        text = lines[line - 1].rstrip("\r\n") if line <= len(lines) else ""
+        column = min(max(int(at.group(2)), 1), len(text) + 1)
+        end = min(column + 1, len(text) + 1)
+        where = _range(document, line, column, line, end, lines)
+        code = "invalid-syntax"
+    return types.Diagnostic(
+        range=where,
+        message=f"gradgate could not check this file: {error}",
+        severity=types.DiagnosticSeverity.Error,
+        code=code,
+        source=SOURCE,
+    )
+
+
 def diagnostics(document: TextDocument, result: FileResult) -> list[types.Diagnostic]:
     if result.error is not None:
-        return [
-            types.Diagnostic(
-                range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)),
-                message=f"gradgate could not check this file: {result.error}",
-                severity=types.DiagnosticSeverity.Error,
-                source=SOURCE,
-            )
-        ]
+        return [_error_diagnostic(document, result.error)]
     out: list[types.Diagnostic] = []
     if not result.findings:
         return out
@@ -258,10 +304,32 @@ def _overlaps(a: types.Range, b: types.Range) -> bool:
     return not (key(a.end) < key(b.start) or key(b.end) < key(a.start))
 
 
-def _whole(document: TextDocument) -> types.Range:
-    lines = document.lines
-    end = types.Position(line=len(lines), character=0)
-    return types.Range(start=types.Position(0, 0), end=end)
+def minimal_edits(document: TextDocument, new: str) -> list[types.TextEdit]:
+    """The text edits that turn ``document`` into ``new``: one per run of changed lines
+    (an editor then keeps its cursor, marks and folds everywhere else)."""
+    import difflib
+
+    old_lines = document.lines
+    new_lines = new.splitlines(keepends=True)
+
+    def start_of(line: int) -> types.Position:
+        if line < len(old_lines):
+            return types.Position(line=line, character=0)
+        if old_lines and not old_lines[-1].endswith(("\n", "\r")):  # past the last line, which has no end
+            last = old_lines[-1]
+            return _position(document, len(old_lines), len(last) + 1, old_lines)
+        return types.Position(line=len(old_lines), character=0)
+
+    edits = []
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            edits.append(
+                types.TextEdit(
+                    range=types.Range(start=start_of(i1), end=start_of(i2)), new_text="".join(new_lines[j1:j2])
+                )
+            )
+    return edits
 
 
 def fix_all_edit(server: GradgateServer, document: TextDocument) -> types.WorkspaceEdit | None:
@@ -269,9 +337,7 @@ def fix_all_edit(server: GradgateServer, document: TextDocument) -> types.Worksp
     result = server.check(document, fix=True)
     if not result.changed or result.fixed is None:
         return None
-    return types.WorkspaceEdit(
-        changes={document.uri: [types.TextEdit(range=_whole(document), new_text=result.fixed.decode("utf-8"))]}
-    )
+    return types.WorkspaceEdit(changes={document.uri: minimal_edits(document, result.fixed.decode("utf-8"))})
 
 
 def code_actions(server: GradgateServer, params: types.CodeActionParams) -> list[types.CodeAction]:
@@ -382,6 +448,14 @@ def make_server() -> GradgateServer:
         options = params.initialization_options
         if isinstance(options, dict) and isinstance(options.get("debounce"), (int, float)):
             ls.debounce = max(0.0, options["debounce"] / 1000)
+        if isinstance(options, dict) and isinstance(options.get("baseline"), str):
+            from .baseline import BaselineError, known_of
+
+            root = (to_fs_path(params.root_uri) if params.root_uri else None) or params.root_path or os.getcwd()
+            try:
+                ls.known = known_of(os.path.join(root, options["baseline"]), root)
+            except BaselineError as exc:
+                ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"gradgate: {exc}"))
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: GradgateServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -429,7 +503,18 @@ def make_server() -> GradgateServer:
 
     @server.command(APPLY_FIXES_COMMAND)
     async def apply_fixes(ls: GradgateServer, uri: str) -> bool:
-        """Apply every safe fix of the document ``uri`` through ``workspace/applyEdit``."""
+        """Apply every safe fix of the document ``uri`` through ``workspace/applyEdit``
+        (False, and nothing sent, to a client that did not declare it)."""
+        workspace = ls.client_capabilities.workspace
+        if workspace is None or not workspace.apply_edit:
+            ls.window_show_message(
+                types.ShowMessageParams(
+                    types.MessageType.Warning,
+                    "gradgate: this editor cannot apply edits the server sends (workspace.applyEdit); "
+                    "use the code action 'Fix all gradgate findings'",
+                )
+            )
+            return False
         document = ls.workspace.get_text_document(uri)
         edit = fix_all_edit(ls, document)
         if edit is None:

@@ -118,23 +118,35 @@ def _strings(path: str, key: str, value: object) -> tuple[str, ...]:
 
 
 def load(path: str) -> Settings:
+    """The settings of the configuration file ``path``: a ``pyproject.toml``'s
+    ``[tool.gradgate]`` table, any other file's top level (``gradgate.toml``, or any
+    name given to ``--config``, as ruff reads a ``ruff.toml``). A ``pyproject.toml``
+    without the table, an unknown key (a typo) or a wrong value is a
+    :class:`ConfigError`."""
     import tomllib
 
+    own = os.path.basename(path) != "pyproject.toml"
+    where = "[tool.gradgate]" if not own else "the top level of the file"
     try:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)
-        own = os.path.basename(path) == "gradgate.toml"
-        table = document if own else document.get("tool", {}).get("gradgate", {})
+        table = document if own else document.get("tool", {}).get("gradgate")
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a configuration file") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a TOML file (not UTF-8)") from None
+    if table is None:
+        raise ConfigError(f"{path}: no [tool.gradgate] table (gradgate's settings go there)")
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.gradgate] must be a table")
     unknown = sorted(set(table) - KNOWN_KEYS)
     if unknown:
         raise ConfigError(
-            f"{path}: unknown key{'s' if len(unknown) > 1 else ''} in [tool.gradgate]: "
+            f"{path}: unknown key{'s' if len(unknown) > 1 else ''} in {where}: "
             f"{', '.join(unknown)} (known: {', '.join(sorted(KNOWN_KEYS))})"
         )
     defaults = Config()

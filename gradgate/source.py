@@ -54,6 +54,31 @@ def _head(data: bytes) -> bytes:
     return data if second < 0 else data[: second + 1]
 
 
+def syntax_error_reason(exc: SyntaxError) -> str:
+    """How a file's syntax error is reported (the engine's words, and a named file's
+    that the pre-filter passed over)."""
+    return f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}"
+
+
+def syntax_error(data: bytes) -> str | None:
+    """Why ``data`` cannot be read or parsed as Python, or None: the check a file named
+    on the command line gets even when it can hold no finding (the engine parses the
+    others)."""
+    import ast
+
+    try:
+        text = data.decode(decode_check(data))
+    except SourceError as exc:
+        return str(exc)
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        return syntax_error_reason(exc)
+    except (RecursionError, MemoryError, ValueError) as exc:
+        return f"cannot parse: {type(exc).__name__}"
+    return None
+
+
 def decode_check(data: bytes) -> str:
     """The file's encoding (PEP 263 cookie, BOM or UTF-8) after checking all bytes decode."""
     if b"\x00" in data:

@@ -99,11 +99,11 @@ def test_force_exclude_applies_exclude_to_named_files(tree):
 
 def test_gitignore_is_respected_by_default(tree):
     (tree / ".git").mkdir()  # a repository's top folder
-    (tree / "build").mkdir()
-    (tree / "build" / "gen.py").write_bytes(BUGGY)
+    (tree / "generated").mkdir()
+    (tree / "generated" / "gen.py").write_bytes(BUGGY)
     (tree / "pkg" / "scratch.py").write_bytes(BUGGY)
     (tree / "pkg" / "keep.py").write_bytes(BUGGY)
-    (tree / ".gitignore").write_text("build/\nscratch*.py\n")
+    (tree / ".gitignore").write_text("generated/\nscratch*.py\n")
     (tree / "pkg" / ".gitignore").write_text("buggy.py\n")
     (tree / ".git" / "info").mkdir()
     (tree / ".git" / "info" / "exclude").write_text("keep.py\n")
@@ -112,7 +112,7 @@ def test_gitignore_is_respected_by_default(tree):
     assert _where(result.stdout) == ["pkg/keep.py:2:39"]
     everything = run_cli("check", "--no-respect-gitignore", ".", cwd=tree)
     assert _where(everything.stdout) == [
-        "build/gen.py:2:39",
+        "generated/gen.py:2:39",
         "pkg/buggy.py:2:39",
         "pkg/keep.py:2:39",
         "pkg/scratch.py:2:39",
@@ -263,11 +263,12 @@ def test_junit(tree):
     result = run_cli("check", "--format", "junit", "pkg", cwd=tree)
     assert result.returncode == 2
     root = ET.fromstring(result.stdout)
-    assert (root.tag, root.get("tests"), root.get("failures")) == ("testsuites", "2", "2")
-    cases = [(s.get("name"), c.get("name"), c.find("failure").text) for s in root for c in s]
+    # a file that could not be checked is an error, not a failure (issue 28.7)
+    assert (root.tag, root.get("tests"), root.get("failures"), root.get("errors")) == ("testsuites", "2", "1", "1")
+    cases = [(s.get("name"), s.get("errors"), c.get("name"), c[0].tag, c[0].text) for s in root for c in s]
     assert cases == [
-        ("pkg/buggy.py", "org.gradgate.GG001", f"line 2, col 39, {MESSAGE}"),
-        ("pkg/broken.py", "org.gradgate.error", "syntax error at 1:7: invalid syntax"),
+        ("pkg/buggy.py", "0", "org.gradgate.GG001", "failure", f"line 2, col 39, {MESSAGE}"),
+        ("pkg/broken.py", "1", "org.gradgate.error", "error", "syntax error at 1:7: invalid syntax"),
     ]
     clean = run_cli("check", "--format", "junit", "--ignore", "GG001", "pkg/buggy.py", cwd=tree)
     assert [c.get("name") for s in ET.fromstring(clean.stdout) for c in s] == ["No findings"]

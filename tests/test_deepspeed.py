@@ -16,7 +16,7 @@ import pytest
 from gradgate.config import Config
 from gradgate.runner import RunOptions, run
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.slow]  # a DeepSpeed release from PyPI
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ import sys
 import pytest
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # five libraries from PyPI, 20 s
+
 
 @pytest.mark.network  # eval/evaluate.py downloads the five packages from PyPI
 def test_precision_and_recall_are_one_on_all_packages(tmp_path):

@@ -178,6 +178,7 @@ def test_a_module_of_the_run_with_a_broken_body_still_answers_for_the_files_that
     assert result.stderr.splitlines()[0].startswith("error: tpkit/overlap.py: syntax error at")
 
 
+@pytest.mark.slow
 @pytest.mark.network
 def test_every_transformer_engine_module_outlines_to_its_parse(te_sources: Path):
     """Each module of TransformerEngine (from PyPI): the outline, read whole, is the parse;

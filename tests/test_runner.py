@@ -19,6 +19,7 @@ def _key(results):
     return [(r.path, r.error, [(f.rule, f.line, f.column, f.message, f.fixable) for f in r.findings]) for r in results]
 
 
+@pytest.mark.slow
 def test_workers_cache_and_plain_engine_agree_on_te(te_sources, tmp_path, monkeypatch):
     monkeypatch.chdir(te_sources)
     config = Config()

@@ -19,7 +19,7 @@ from gradgate.discovery import discover
 from gradgate.engine import lint_file, lint_source
 from gradgate.results import Applicability
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.slow]  # ten releases from PyPI
 
 MODULE = "transformer_engine/pytorch/module"
 #: release -> (file, line, column, flag, the line grad mode also prepares the path at)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # torch on 2 gloo ranks, 15 s
+
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import torch
 
@@ -14,7 +14,7 @@ from .events import Forward
 from .probes import Probe, as_probe
 from .recorder import DEFAULT_IGNORED_ATEN, PathRecorder
 
-Build = Callable[[], torch.nn.Module] | torch.nn.Module
+Build: TypeAlias = Callable[[], torch.nn.Module] | torch.nn.Module
 
 
 @record(frozen=False)
