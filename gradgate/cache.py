@@ -37,7 +37,7 @@ import sys
 from . import __version__
 from . import digest as hashing
 from .config import Config
-from .results import FileResult, Finding
+from .results import FileResult, Finding, Notice
 
 FORMAT = 6
 #: at most this many entries are kept (the oldest unused ones go first)
@@ -220,6 +220,7 @@ class ResultCache:
             if not self._unchanged(dependencies):
                 return None  # a file its findings rest on changed: analyse it again
             exports = tuple(str(name) for name in entry.get("exports", ()))
+            notices = tuple(Notice(path, int(n["line"]), str(n["message"])) for n in entry.get("notices", ()))
             result = FileResult(
                 path,
                 findings,
@@ -228,6 +229,7 @@ class ResultCache:
                 suppressed=silenced,
                 dependencies=tuple(dependencies),
                 exports=exports,
+                notices=notices,
             )
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
             return None  # an entry of another shape: recompute it
@@ -306,6 +308,7 @@ class ResultCache:
             "stage": result.stage,
             "dependencies": self.dependency_record(result.dependencies, now_ns),
             "exports": list(result.exports),
+            "notices": [{"line": n.line, "message": n.message} for n in result.notices],
         }
         self.dirty = True
 

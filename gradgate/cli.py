@@ -259,9 +259,13 @@ def _print_skipped(path: str, reason: str) -> None:
 
 
 def _print_errors(results) -> list:
+    """Print each file's error, and what the run gave up on (its notices), to stderr."""
     errors = [r for r in results if r.error is not None]
     for result in errors:
         _echo(f"error: {display(result.path)}: {display(result.error)}", err=True)
+    for notice in (n for r in results for n in r.notices):
+        where = f"{display(notice.path)}:{notice.line}" if notice.line else display(notice.path)
+        _echo(f"warning: {where}: {display(notice.message)}", err=True)
     return errors
 
 
@@ -287,13 +291,13 @@ class Output:
     output_file: str | None = None
     unsafe_fixes: bool = False
 
-    def render(self, findings, errors, summary: bool = True, **sarif) -> str:
+    def render(self, findings, errors, summary: bool = True, notices=(), **sarif) -> str:
         from . import reporters
 
         if self.output_format == "json":
             return reporters.render_json(findings)
         if self.output_format == "sarif":
-            return reporters.render_sarif(findings, errors, **sarif)
+            return reporters.render_sarif(findings, errors, notices=notices, **sarif)
         if self.output_format == "github":
             return reporters.render_github(findings, errors)
         if self.output_format == "junit":
@@ -312,7 +316,7 @@ class Output:
                 unsafe_fixes=self.unsafe_fixes,
             )
         if summary and not self.quiet:
-            text += reporters.summary(findings, len(errors), self.unsafe_fixes) + "\n"
+            text += reporters.summary(findings, len(errors), self.unsafe_fixes, len(notices)) + "\n"
         return text
 
     def write(self, text: str, err: bool = False) -> None:
@@ -572,7 +576,8 @@ def check(
         if len(total) != len(findings) and output_format == "text" and not quiet:
             _echo(f"{len(total) - len(findings)} finding(s) in the baseline not shown.", err=True)
     sarif["suppressed"] = sorted((f for r in results for f in r.suppressed), key=lambda f: f.sort_key())
-    out.write(out.render(findings, errors, **(sarif if output_format == "sarif" else {})))
+    notices = [n for r in results for n in r.notices]
+    out.write(out.render(findings, errors, notices=notices, **(sarif if output_format == "sarif" else {})))
     return EXIT_ERROR if errors else EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN
 
 
@@ -700,7 +705,7 @@ def fix(
             err=True,
         )
     if output_format != "text":
-        out.write(out.render(remaining, errors))
+        out.write(out.render(remaining, errors, notices=[n for r in results for n in r.notices]))
     elif remaining:
         # with --diff or `-`, stdout is the patch or the code: the findings left go to stderr
         text = reporters.render_text(remaining, color=_color(output_file), unsafe_fixes=unsafe_fixes)

@@ -34,7 +34,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from .config import Config
-from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
+from .cstguard import odd_indent, refusal, text_refusal
+from .model.analysis import MAX_ROUNDS, Entry, ModuleAnalysis, widen_to_pure_grad
+from .model.bdd import BudgetExceeded
 from .model.decisions import kind_of
 from .model.fixplan import BlockIndex, FixPlan, SourceLines, odd_layout, parent_map, plan, substitute
 from .model.lines import split_lines
@@ -43,7 +45,7 @@ from .model.splice import spliced_tree
 from .model.values import Place
 from .prefilter import may_hold_findings
 from .records import record, replace
-from .results import Applicability, Edit, FileResult, Finding, FlowStep
+from .results import Applicability, Edit, FileResult, Finding, FlowStep, Notice
 from .source import SourceError, decode_check, read_source
 from .suppression import suppressed, suppression_comments
 
@@ -92,6 +94,7 @@ def selected_rules(config: Config) -> list[type[Rule]]:
 def _parse_cst(text: str) -> cst.Module:
     import libcst as cst
 
+    _refuse_libcst(text)
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -102,6 +105,14 @@ def _parse_cst(text: str) -> cst.Module:
         raise LintError(f"LibCST cannot parse this file: {exc}") from None
     except RecursionError:
         raise LintError("too deeply nested to parse") from None
+
+
+def _refuse_libcst(text: str) -> None:
+    """Raise :class:`_FixInvalid` for code LibCST must not parse (it would kill the
+    process: :mod:`gradgate.cstguard`)."""
+    reason = text_refusal(text)
+    if reason is not None:
+        raise _FixInvalid(f"not fixed: {reason} is past what LibCST parses safely")
 
 
 class _Parents(Protocol):
@@ -178,6 +189,7 @@ def _parse_frame(lines: list[str], first: int, last: int, top_level: bool = Fals
     import libcst as cst
 
     header, body, sentinel = _frame(lines, first, last, top_level)
+    _refuse_libcst(header + body + sentinel)
     try:
         module = cst.parse_module(header + body + sentinel)
         if module.code != header + body + sentinel:
@@ -263,6 +275,8 @@ class _Analysis:
         except (RecursionError, MemoryError, ValueError) as exc:
             raise LintError(f"cannot parse: {type(exc).__name__}") from None
         self.source = SourceLines(text, self.tree, self.lines)
+        self.notices: list[Notice] = []
+        relayed = len(project.gave_up) if project is not None else 0
         try:
             self.model = ModuleAnalysis(self.tree, config, None if whole else text, project, path, self.lines)
         except RecursionError:
@@ -273,6 +287,7 @@ class _Analysis:
         self.suppressed: list[Finding] = []
         self.blocks = BlockIndex(self.tree)
         self._judge(rules)
+        self._note_given_up(self.model.project.gave_up[relayed:])
         if config.reports_unused_suppressions and "gradgate:" in text:
             self.found.extend(self._unused_suppressions(text, rules))
         # one finding a place: calls from several sites into one deciding predicate
@@ -288,9 +303,18 @@ class _Analysis:
                 continue
             rule_of[rule.CODE] = rule
             for decision in self.model.decisions:
-                if decision.kind in rule.DECISIONS and rule.judge(decision, bdd):
-                    for entry in rule.entries(self.model, decision):
-                        by_origin.setdefault((rule.CODE, entry.origin), []).append(entry)
+                if decision.kind not in rule.DECISIONS:
+                    continue
+                bdd.start()  # each decision's judgement has a budget of its own
+                try:
+                    entries = rule.entries(self.model, decision) if rule.judge(decision, bdd) else []
+                except (BudgetExceeded, RecursionError):
+                    line = getattr(decision.node, "lineno", 0)
+                    what = f"{rule.CODE}: decision `{decision.name}` not analysed (its condition is too large)"
+                    self.notices.append(Notice(self.path, line, what))
+                    continue
+                for entry in entries:
+                    by_origin.setdefault((rule.CODE, entry.origin), []).append(entry)
         # a read that gates a communication path and, through it, a kernel's argument (TE's
         # `ub=` of the GEMM, chosen by the overlap flag) is one finding: the numerics
         # kinds give way to any other kind reported at the same read
@@ -307,6 +331,34 @@ class _Analysis:
             found = self._finding(rule_of[code], origin, entries, targets[origin], fixed_too)
             if found is not None:
                 self.found.append(found)
+
+    def _libcst_can_fix(self, statement: ast.stmt) -> bool:
+        """Can LibCST parse and reproduce ``statement``? Checked on the stdlib tree, so that "fixable" is said only
+        where ``fix`` succeeds."""
+        starts = {s.lineno for s in ast.walk(statement) if isinstance(s, ast.stmt)}
+        if odd_indent(self.lines, starts):
+            return False
+        return refusal(statement) is None
+
+    def _note_given_up(self, relayed: Sequence[tuple[str, int, str]]) -> None:
+        """Notices for what the model gave up on: no loss goes unsaid."""
+        functions = self.model.index.functions
+
+        def line_of(qualname: str) -> int:
+            info = functions.get(qualname)
+            return info.node.lineno if info is not None else 0
+
+        for qualname in dict.fromkeys(self.model.failed):
+            what = "the module's top level" if qualname == "<module>" else f"function `{qualname}`"
+            self.notices.append(
+                Notice(self.path, line_of(qualname), f"{what} not analysed (too large a condition, or too deeply nested)")
+            )
+        for qualname in self.model.unsettled[:1]:
+            what = f"grad mode is relayed further than {MAX_ROUNDS} rounds of summaries follow (at `{qualname}`)"
+            self.notices.append(Notice(self.path, line_of(qualname), what))
+        for path, line, what in dict.fromkeys(relayed):
+            where = "" if path == self.path else f" (in {path})"
+            self.notices.append(Notice(self.path, line if path == self.path else 0, f"{what} not followed{where}"))
 
     def _target(self, origin: ast.AST, entry: Entry) -> tuple[ast.AST, int]:
         """The grad-mode expression a fix sets at ``origin``, and its grad-on value."""
@@ -362,6 +414,8 @@ class _Analysis:
         elif rule.FIXES and all(e.proven for e in entries):
             decided = frozenset(e.decision.node for e in entries) | {e.decision.name for e in entries}
             fix_plan = plan(target[0], target[1], statement, self.blocks, self.source, fixed_too - {target[0]}, decided)
+        if fix_plan is not None and not self._libcst_can_fix(fix_plan.statement):
+            fix_plan, applicability = None, None  # reported, not offered: `fix` would refuse it
         coupled = sorted({c.lineno for e in entries for c in e.coupled})
         if fix_plan is not None and proxy is None:
             applicability = Applicability.UNSAFE if coupled else Applicability.SAFE
@@ -518,11 +572,13 @@ class _Analysis:
                 continue
             if not snippet.lossless:
                 raise _FixInvalid("LibCST does not reproduce this file byte for byte; not fixed")
-            positions = MetadataWrapper(snippet.module, unsafe_skip_copy=True).resolve(PositionProvider)
             try:
+                positions = MetadataWrapper(snippet.module, unsafe_skip_copy=True).resolve(PositionProvider)
                 new_module = apply_plans(snippet.module, positions, mine, snippet.line_offset)
             except PlanError as exc:
                 raise _FixInvalid(f"a fix could not be applied ({exc}); file left unchanged") from None
+            except RecursionError:
+                raise _FixInvalid("not fixed: too deeply nested for LibCST") from None
             new_body = snippet.body_of(new_module)
             original_body = "".join(lines[snippet.first - 1 : snippet.last])
             if _comments(new_body) < _comments(original_body):
@@ -614,11 +670,15 @@ def lint_source(
         analysis = _Analysis(path, text, config, rules, whole=not prefilter, project=project, parse=parse)
     except LintError as exc:
         return FileResult(path, error=str(exc), source=data)
+    except (BudgetExceeded, RecursionError, MemoryError) as exc:  # the last guard: a notice, never a crash
+        reason = "too large for the model's budget" if isinstance(exc, BudgetExceeded) else type(exc).__name__
+        return FileResult(path, source=data, stage="ast", notices=(Notice(path, 0, f"file not analysed ({reason})"),))
     if edits and not fix:
         analysis.with_edits()
     remaining = tuple(f.finding for f in analysis.found)
     dependencies = tuple(sorted(analysis.model.dependencies))
     exports = analysis.model.exports
+    notices = tuple(analysis.notices)
     if not fix or not analysis.fixable(unsafe_fixes):
         return FileResult(
             path,
@@ -628,6 +688,7 @@ def lint_source(
             suppressed=tuple(analysis.suppressed),
             dependencies=dependencies,
             exports=exports,
+            notices=notices,
         )
     passes = [analysis]  # _fix holds the only reference: each pass's tree and model are freed
     del analysis  # before the next pass parses and analyses the fixed text
@@ -636,9 +697,15 @@ def lint_source(
             path, text, passes, config, rules, prefilter, unsafe_fixes, project
         )
     except LintError as exc:
-        return FileResult(path, remaining, error=str(exc), source=data, stage="fix")
+        return FileResult(path, remaining, error=str(exc), source=data, stage="fix", notices=notices)
+    except (BudgetExceeded, RecursionError, MemoryError) as exc:
+        reason = f"a fix pass gave up ({type(exc).__name__}); file left unchanged"
+        return FileResult(path, remaining, source=data, stage="fix", notices=(*notices, Notice(path, 0, reason)))
+    notices = tuple(dict.fromkeys((*notices, *final.notices)))
     if current == text:
-        return FileResult(path, tuple(f.finding for f in final.found), source=data, stage="fix", cst_lines=cst_lines)
+        return FileResult(
+            path, tuple(f.finding for f in final.found), source=data, stage="fix", cst_lines=cst_lines, notices=notices
+        )
     from .source import encode_fixed
 
     return FileResult(
@@ -649,6 +716,7 @@ def lint_source(
         fixed_findings=tuple(fixed_findings),
         stage="fix",
         cst_lines=cst_lines,
+        notices=notices,
     )
 
 

@@ -146,9 +146,9 @@ class GradgateServer(LanguageServer):
         except ConfigError as exc:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"gradgate: {exc}"))
             result = FileResult(self.path_of(document), error=str(exc))
-        except Exception:  # a request handler's guard: log it, keep serving
+        except Exception as exc:  # a request handler's guard: log it, keep serving, drop stale diagnostics
             log.exception("gradgate failed on %s", uri)
-            return
+            result = FileResult(self.path_of(document), error=f"internal error ({type(exc).__name__}); see the log")
         if uri not in self.workspace.text_documents or self.workspace.get_text_document(uri).version != version:
             return  # edited (or closed) meanwhile: a newer check is due
         self.results[uri] = (version, result)
@@ -220,7 +220,15 @@ def diagnostics(document: TextDocument, result: FileResult) -> list[types.Diagno
                 source=SOURCE,
             )
         ]
-    out: list[types.Diagnostic] = []
+    out: list[types.Diagnostic] = [
+        types.Diagnostic(
+            range=types.Range(start=types.Position(max(0, n.line - 1), 0), end=types.Position(max(0, n.line - 1), 0)),
+            message=f"gradgate gave up here: {n.message}",
+            severity=types.DiagnosticSeverity.Information,
+            source=SOURCE,
+        )
+        for n in result.notices
+    ]
     if not result.findings:
         return out
     lines = document.lines
