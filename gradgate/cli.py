@@ -30,6 +30,8 @@ if TYPE_CHECKING:  # imported where used: `gradgate --version` and `rules` start
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
+#: `fix`: a file to be fixed is read-only (and nothing else went wrong); it is left as it is
+EXIT_READ_ONLY = 3
 #: the command was interrupted (Ctrl-C): 128 + SIGINT, as shells report it
 EXIT_INTERRUPTED = 130
 
@@ -635,7 +637,7 @@ def fix(
     from . import reporters
     from .records import replace
     from .results import FileResult, Finding
-    from .source import SourceError, write_atomic
+    from .source import ReadOnly, SourceError, write_atomic
 
     invocation = _invocation(
         paths,
@@ -658,6 +660,7 @@ def fix(
     stdin = invocation.stdin_filename is not None
     results: list[FileResult] = []
     changed: list[FileResult] = []
+    read_only: set[str] = set()
     for result in _results(invocation):
         if stdin:
             if diff:
@@ -681,6 +684,8 @@ def fix(
                     # nothing was written: every finding of the file is still there
                     unfixed = (*result.fixed_findings, *result.findings)
                     result = FileResult(result.path, tuple(sorted(unfixed, key=Finding.sort_key)), error=str(exc))
+                    if isinstance(exc, ReadOnly):
+                        read_only.add(result.path)
             done = result.error is None
         if result.source is not None or result.fixed is not None:
             # written (or shown): what follows needs the findings, not the bytes; a fix of
@@ -714,7 +719,7 @@ def fix(
         else:
             _echo(text, nl=False, err=diff or stdin)
     if errors:
-        return EXIT_ERROR
+        return EXIT_READ_ONLY if all(r.path in read_only for r in errors) else EXIT_ERROR
     pending = remaining and not exit_zero
     fixed_something = total > 0 and (diff or exit_non_zero_on_fix)
     return EXIT_FINDINGS if pending or fixed_something else EXIT_CLEAN
@@ -730,8 +735,7 @@ def server() -> int:
         ) from None
     # a long-lived process: the collector's first generation is made less eager
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
-    serve()
-    return EXIT_CLEAN
+    return serve()
 
 
 def list_rules() -> int:
@@ -924,7 +928,8 @@ def _exit_now(status: int) -> NoReturn:
     ``atexit`` hook of gradgate's does anything. (mypy ends the same way.)"""
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if not stream.closed:  # the language server closes stdout on `exit`
+                stream.flush()
         except (OSError, ValueError):  # a closed pipe (`gradgate check | head`)
             status = status or EXIT_ERROR
     if "logging" in sys.modules:  # the language server's handlers

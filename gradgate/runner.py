@@ -296,15 +296,19 @@ def _analysed(jobs: list[tuple], options: RunOptions) -> tuple[Iterator[FileResu
 
     from .workers import die_with_parent
 
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     pool = ProcessPoolExecutor(
         workers,
-        mp_context=multiprocessing.get_context(method),
+        mp_context=multiprocessing.get_context(POOL_START_METHOD),
         initializer=die_with_parent,
         initargs=(os.getpid(),),
     )
     submitted = [pool.submit(_analyse_share, jobs[r.start : r.stop]) for r in shares]
     return (result for share in submitted for result in share.result()), pool
+
+
+#: how the fallback pool starts its workers: this process cannot fork safely (another
+#: thread may hold a lock the child would inherit held), so they start afresh
+POOL_START_METHOD = "spawn"
 
 
 class _Workers(Protocol):
