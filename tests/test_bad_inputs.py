@@ -442,7 +442,7 @@ VALID_INPUTS = [
         "form_feed",
         # (a form feed in a statement's indentation: report only, test_reliability_v3)
         b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c\n    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled() and x\n",
-        [(5, 40)],
+        [(5, 39)],
         b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c\n    ub_overlap_ag = ub_overlap_ag and x\n",
     ),
     Valid("no_final_newline", BUGGY.rstrip(b"\n"), [(2, 39)], BUGGY_FIXED.rstrip(b"\n")),
