@@ -75,6 +75,10 @@ _TRAINING_HELD = re.compile(r"(held in|unpacked into) `(self\.)?(is_)?train(ing)
 
 #: Upper bound on fix passes; each pass removes at least one finding.
 MAX_FIX_PASSES = 16
+#: Files larger than this are not analysed (a notice says so): the model holds about
+#: 250 bytes a source byte at worst (a fix, two passes: 500), so this bounds a file's
+#: memory at about 2 GB; the BDD's node limit bounds what its conditions take
+MAX_FILE_BYTES = 4_000_000
 
 
 class LintError(Exception):
@@ -726,6 +730,9 @@ def lint_source(
         return FileResult(path, error=str(exc), source=data)
     if prefilter and not may_hold_findings(data, config, also):
         return FileResult(path, source=data, stage="prefilter")
+    if len(data) > MAX_FILE_BYTES:  # the per-file memory bound (docs/limits.md)
+        size = f"{len(data) / 1e6:.1f} MB, over the per-file bound of {MAX_FILE_BYTES // 1_000_000} MB"
+        return FileResult(path, source=data, stage="ast", notices=(Notice(path, 0, f"file not analysed ({size})"),))
     rules = selected_rules(config)
     text = data.decode(encoding)
     try:

@@ -23,7 +23,7 @@ from .config import Config
 from .discovery import Discovered, discover
 from .prefilter import may_hold_findings
 from .records import record
-from .results import FileResult
+from .results import FileResult, Notice
 from .source import SourceError, SourceFile, read_source
 from .suppression import file_ignored_bytes
 
@@ -186,18 +186,26 @@ def _analyse(job: Job) -> FileResult:
     project = _project(config, paths)
     project.note_returns(name.decode() for name in also)
     project.expect(analysed)
-    with collector_paused():
-        result = lint_source(
-            path,
-            data,
-            config,
-            fix=fix,
-            prefilter=prefilter,
-            unsafe_fixes=unsafe_fixes,
-            edits=edits,
-            project=project,
-            also=also,
-        )
+    from .deadline import FileTimeout, deadline, file_seconds
+
+    seconds = file_seconds()
+    try:
+        with collector_paused(), deadline(seconds):
+            result = lint_source(
+                path,
+                data,
+                config,
+                fix=fix,
+                prefilter=prefilter,
+                unsafe_fixes=unsafe_fixes,
+                edits=edits,
+                project=project,
+                also=also,
+            )
+    except FileTimeout:
+        _PROJECTS.clear()  # a summary may have been cut short: the next file starts afresh
+        what = f"file not analysed (past the per-file bound of {seconds:g} s)"
+        result = FileResult(path, source=data, stage="ast", notices=(Notice(path, 0, what),))
     _collect_now_and_then(len(data))
     return _lean(result)
 
