@@ -355,7 +355,9 @@ class _Analysis:
         for qualname in dict.fromkeys(self.model.failed):
             what = "the module's top level" if qualname == "<module>" else f"function `{qualname}`"
             self.notices.append(
-                Notice(self.path, line_of(qualname), f"{what} not analysed (too large a condition, or too deeply nested)")
+                Notice(
+                    self.path, line_of(qualname), f"{what} not analysed (too large a condition, or too deeply nested)"
+                )
             )
         for qualname in self.model.unsettled[:1]:
             what = f"grad mode is relayed further than {MAX_ROUNDS} rounds of summaries follow (at `{qualname}`)"
@@ -603,7 +605,6 @@ class _Analysis:
             lines[snippet.first - 1 : snippet.last] = [new_body]
         return "".join(lines), [f for _, f in plans], cst_lines
 
-
     def _inline(self, fix_plan: FixPlan) -> bool:
         """Is ``fix_plan`` an edit inside a simple statement that shares its line with
         other code (``x = 1; flag = flag and grad``)? Its statement alone is then given
@@ -615,7 +616,7 @@ class _Analysis:
         line, column, end_line, end_column = self.source.span(statement)
         before = self.lines[line - 1][:column]
         after = self.lines[end_line - 1][end_column:]
-        return bool(before.strip()) or bool(after.strip()) and not after.lstrip().startswith("#")
+        return bool(before.strip()) or (bool(after.strip()) and not after.lstrip().startswith("#"))
 
     def _fix_inline(self, lines: list[str], fix_plan: FixPlan) -> None:
         """Carry out ``fix_plan`` on its statement's text alone (see :meth:`_inline`),
@@ -647,7 +648,7 @@ class _Analysis:
         except RecursionError:
             raise _FixInvalid("not fixed: too deeply nested for LibCST") from None
         new = new_module.code
-        if not new.endswith("\n") or "\n" in new[:-1] and "\n" not in original:
+        if not new.endswith("\n") or ("\n" in new[:-1] and "\n" not in original):
             raise _FixInvalid("a fix changed the statement's frame; file left unchanged")
         new = new[:-1]
         if _comments(new) < _comments(original):
@@ -657,7 +658,9 @@ class _Analysis:
 
 
 #: the plans that change an expression inside their statement (see ``_Analysis._inline``)
-_EXPRESSION_ACTIONS = frozenset({"remove-operand", "replace-by-child", "remove-element", "remove-argument", "substitute"})
+_EXPRESSION_ACTIONS = frozenset(
+    {"remove-operand", "replace-by-child", "remove-element", "remove-argument", "substitute"}
+)
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef, ast.ClassDef)
 
 
@@ -858,6 +861,8 @@ def _fix(
 
 
 def _reparse_whole(fixed: str, before: str) -> None:
+    if text_refusal(before) is not None:
+        return  # LibCST must not be handed this file (cstguard); CPython re-read the fix
     try:
         _parse_cst(fixed)
     except LintError as exc:

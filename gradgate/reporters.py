@@ -80,7 +80,9 @@ def render_text(
 def summary(findings: Sequence[Finding], errors: int, unsafe_fixes: bool = False, notices: int = 0) -> str:
     """The last line of the text format; never "All checks passed." when the run gave
     up on something (``notices``: a function or decision not analysed)."""
-    given_up = f" {notices} part{'s' if notices != 1 else ''} of the code not analysed (see the warnings)." if notices else ""
+    given_up = (
+        f" {notices} part{'s' if notices != 1 else ''} of the code not analysed (see the warnings)." if notices else ""
+    )
     if not findings and not errors:
         return "No findings in what was analysed." + given_up if notices else "All checks passed."
     fixable = sum(f.fixable_with(unsafe_fixes) for f in findings)
