@@ -37,7 +37,7 @@ import sys
 from . import __version__
 from . import digest as hashing
 from .config import Config
-from .results import FileResult, Finding
+from .results import FileResult, Finding, Notice
 
 FORMAT = 6
 #: at most this many entries are kept (the oldest unused ones go first)
@@ -221,6 +221,7 @@ class ResultCache:
                 return None  # a file its findings rest on changed: analyse it again
             exports = tuple(str(name) for name in entry.get("exports", ()))
             carriers = tuple(str(name) for name in entry.get("carriers", ()))
+            notices = tuple(Notice(path, int(n["line"]), str(n["message"])) for n in entry.get("notices", ()))
             result = FileResult(
                 path,
                 findings,
@@ -230,6 +231,7 @@ class ResultCache:
                 dependencies=tuple(dependencies),
                 exports=exports,
                 carriers=carriers,
+                notices=notices,
             )
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
             return None  # an entry of another shape: recompute it
@@ -309,6 +311,7 @@ class ResultCache:
             "dependencies": self.dependency_record(result.dependencies, now_ns),
             "exports": list(result.exports),
             "carriers": list(result.carriers),
+            "notices": [{"line": n.line, "message": n.message} for n in result.notices],
         }
         self.dirty = True
 

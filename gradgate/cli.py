@@ -30,6 +30,8 @@ if TYPE_CHECKING:  # imported where used: `gradgate --version` and `rules` start
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
+#: `fix`: a file to be fixed is read-only (and nothing else went wrong); it is left as it is
+EXIT_READ_ONLY = 3
 #: the command was interrupted (Ctrl-C): 128 + SIGINT, as shells report it
 EXIT_INTERRUPTED = 130
 
@@ -290,9 +292,13 @@ def _print_skipped(path: str, reason: str) -> None:
 
 
 def _print_errors(results) -> list:
+    """Print each file's error, and what the run gave up on (its notices), to stderr."""
     errors = [r for r in results if r.error is not None]
     for result in errors:
         _echo(f"error: {display(result.path)}: {display(result.error)}", err=True)
+    for notice in (n for r in results for n in r.notices):
+        where = f"{display(notice.path)}:{notice.line}" if notice.line else display(notice.path)
+        _echo(f"warning: {where}: {display(notice.message)}", err=True)
     return errors
 
 
@@ -318,13 +324,13 @@ class Output:
     output_file: str | None = None
     unsafe_fixes: bool = False
 
-    def render(self, findings, errors, summary: bool = True, **sarif) -> str:
+    def render(self, findings, errors, summary: bool = True, notices=(), **sarif) -> str:
         from . import reporters
 
         if self.output_format == "json":
             return reporters.render_json(findings)
         if self.output_format == "sarif":
-            return reporters.render_sarif(findings, errors, **sarif)
+            return reporters.render_sarif(findings, errors, notices=notices, **sarif)
         if self.output_format == "github":
             return reporters.render_github(findings, errors)
         if self.output_format == "junit":
@@ -343,7 +349,7 @@ class Output:
                 unsafe_fixes=self.unsafe_fixes,
             )
         if summary and not self.quiet:
-            text += reporters.summary(findings, len(errors), self.unsafe_fixes) + "\n"
+            text += reporters.summary(findings, len(errors), self.unsafe_fixes, len(notices)) + "\n"
         return text
 
     def write(self, text: str, err: bool = False) -> None:
@@ -633,7 +639,8 @@ def check(
         if len(total) != len(findings) and output_format == "text" and not quiet:
             _echo(f"{len(total) - len(findings)} finding(s) in the baseline not shown.", err=True)
     sarif["suppressed"] = sorted((f for r in results for f in r.suppressed), key=lambda f: f.sort_key())
-    out.write(out.render(findings, errors, **(sarif if output_format == "sarif" else {})))
+    notices = [n for r in results for n in r.notices]
+    out.write(out.render(findings, errors, notices=notices, **(sarif if output_format == "sarif" else {})))
     return EXIT_ERROR if errors else EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN
 
 
@@ -722,7 +729,7 @@ def fix(
     from . import reporters
     from .records import replace
     from .results import FileResult, Finding
-    from .source import SourceError, write_atomic
+    from .source import ReadOnly, SourceError, write_atomic
 
     known = None
     if baseline_file:
@@ -758,6 +765,7 @@ def fix(
     stdin = invocation.stdin_filename is not None
     results: list[FileResult] = []
     changed: list[FileResult] = []
+    read_only: set[str] = set()
     for result in _results(invocation):
         if stdin:
             if diff:
@@ -781,6 +789,8 @@ def fix(
                     # nothing was written: every finding of the file is still there
                     unfixed = (*result.fixed_findings, *result.findings)
                     result = FileResult(result.path, tuple(sorted(unfixed, key=Finding.sort_key)), error=str(exc))
+                    if isinstance(exc, ReadOnly):
+                        read_only.add(result.path)
             done = result.error is None
         if result.source is not None or result.fixed is not None:
             # written (or shown): what follows needs the findings, not the bytes; a fix of
@@ -805,7 +815,7 @@ def fix(
             err=True,
         )
     if output_format != "text":
-        out.write(out.render(remaining, errors))
+        out.write(out.render(remaining, errors, notices=[n for r in results for n in r.notices]))
     elif remaining:
         # with --diff or `-`, stdout is the patch or the code: the findings left go to stderr
         text = reporters.render_text(remaining, color=_color(output_file), unsafe_fixes=unsafe_fixes)
@@ -814,7 +824,7 @@ def fix(
         else:
             _echo(text, nl=False, err=diff or stdin)
     if errors:
-        return EXIT_ERROR
+        return EXIT_READ_ONLY if all(r.path in read_only for r in errors) else EXIT_ERROR
     pending = remaining and not exit_zero
     fixed_something = total > 0 and (diff or exit_non_zero_on_fix)
     return EXIT_FINDINGS if pending or fixed_something else EXIT_CLEAN
@@ -830,8 +840,7 @@ def server() -> int:
         ) from None
     # a long-lived process: the collector's first generation is made less eager
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
-    serve()
-    return EXIT_CLEAN
+    return serve()
 
 
 def list_rules() -> int:
@@ -1024,7 +1033,8 @@ def _exit_now(status: int) -> NoReturn:
     ``atexit`` hook of gradgate's does anything. (mypy ends the same way.)"""
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if not stream.closed:  # the language server closes stdout on `exit`
+                stream.flush()
         except (OSError, ValueError):  # a closed pipe (`gradgate check | head`)
             status = status or EXIT_ERROR
     if "logging" in sys.modules:  # the language server's handlers

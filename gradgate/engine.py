@@ -34,7 +34,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from .config import Config
-from .model.analysis import Entry, ModuleAnalysis, widen_to_pure_grad
+from .cstguard import odd_indent, refusal, text_refusal
+from .model.analysis import MAX_ROUNDS, Entry, ModuleAnalysis, widen_to_pure_grad
+from .model.bdd import BudgetExceeded
 from .model.decisions import kind_of
 from .model.fixplan import BlockIndex, FixPlan, SourceLines, odd_layout, parent_map, plan, substitute
 from .model.lines import split_lines
@@ -43,7 +45,7 @@ from .model.splice import spliced_tree
 from .model.values import Place
 from .prefilter import may_hold_findings
 from .records import record, replace
-from .results import Applicability, Edit, FileResult, Finding, FlowStep
+from .results import Applicability, Edit, FileResult, Finding, FlowStep, Notice
 from .source import SourceError, decode_check, read_source, syntax_error_reason
 from .suppression import suppressed, suppression_comments
 
@@ -73,6 +75,10 @@ _TRAINING_HELD = re.compile(r"(held in|unpacked into) `(self\.)?(is_)?train(ing)
 
 #: Upper bound on fix passes; each pass removes at least one finding.
 MAX_FIX_PASSES = 16
+#: Files larger than this are not analysed (a notice says so): the model holds about
+#: 250 bytes a source byte at worst (a fix, two passes: 500), so this bounds a file's
+#: memory at about 2 GB; the BDD's node limit bounds what its conditions take
+MAX_FILE_BYTES = 4_000_000
 
 
 class LintError(Exception):
@@ -109,6 +115,7 @@ def _judged_rules(rules: Sequence[type[Rule]], config: Config) -> Sequence[type[
 def _parse_cst(text: str) -> cst.Module:
     import libcst as cst
 
+    _refuse_libcst(text)
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -119,6 +126,14 @@ def _parse_cst(text: str) -> cst.Module:
         raise LintError(f"LibCST cannot parse this file: {exc}") from None
     except RecursionError:
         raise LintError("too deeply nested to parse") from None
+
+
+def _refuse_libcst(text: str) -> None:
+    """Raise :class:`_FixInvalid` for code LibCST must not parse (it would kill the
+    process: :mod:`gradgate.cstguard`)."""
+    reason = text_refusal(text)
+    if reason is not None:
+        raise _FixInvalid(f"not fixed: {reason} is past what LibCST parses safely")
 
 
 class _Parents(Protocol):
@@ -195,6 +210,7 @@ def _parse_frame(lines: list[str], first: int, last: int, top_level: bool = Fals
     import libcst as cst
 
     header, body, sentinel = _frame(lines, first, last, top_level)
+    _refuse_libcst(header + body + sentinel)
     try:
         module = cst.parse_module(header + body + sentinel)
         if module.code != header + body + sentinel:
@@ -283,6 +299,8 @@ class _Analysis:
         except (RecursionError, MemoryError, ValueError) as exc:
             raise LintError(f"cannot parse: {type(exc).__name__}") from None
         self.source = SourceLines(text, self.tree, self.lines)
+        self.notices: list[Notice] = []
+        relayed = len(project.gave_up) if project is not None else 0
         try:
             self.model = ModuleAnalysis(self.tree, config, None if whole else text, project, path, self.lines)
         except RecursionError:
@@ -294,6 +312,7 @@ class _Analysis:
         self.blocks = BlockIndex(self.tree)
         judged = _judged_rules(rules, config)
         self._judge(judged)
+        self._note_given_up(self.model.project.gave_up[relayed:])
         if judged is not rules:  # their findings only tell which suppressions are used
             reported = {r.CODE for r in rules}
             self.found = [f for f in self.found if f.finding.rule in reported]
@@ -313,9 +332,18 @@ class _Analysis:
                 continue
             rule_of[rule.CODE] = rule
             for decision in self.model.decisions:
-                if decision.kind in rule.DECISIONS and rule.judge(decision, bdd):
-                    for entry in rule.entries(self.model, decision):
-                        by_origin.setdefault((rule.CODE, entry.origin), []).append(entry)
+                if decision.kind not in rule.DECISIONS:
+                    continue
+                bdd.start()  # each decision's judgement has a budget of its own
+                try:
+                    entries = rule.entries(self.model, decision) if rule.judge(decision, bdd) else []
+                except (BudgetExceeded, RecursionError):
+                    line = getattr(decision.node, "lineno", 0)
+                    what = f"{rule.CODE}: decision `{decision.name}` not analysed (its condition is too large)"
+                    self.notices.append(Notice(self.path, line, what))
+                    continue
+                for entry in entries:
+                    by_origin.setdefault((rule.CODE, entry.origin), []).append(entry)
         # a read that gates a communication path and, through it, a kernel's argument (TE's
         # `ub=` of the GEMM, chosen by the overlap flag) is one finding: the numerics
         # kinds give way to any other kind reported at the same read
@@ -332,6 +360,36 @@ class _Analysis:
             found = self._finding(rule_of[code], origin, entries, targets[origin], fixed_too)
             if found is not None:
                 self.found.append(found)
+
+    def _libcst_can_fix(self, statement: ast.stmt) -> bool:
+        """Can LibCST parse and reproduce ``statement``? Checked on the stdlib tree, so that "fixable" is said only
+        where ``fix`` succeeds."""
+        starts = {s.lineno for s in ast.walk(statement) if isinstance(s, ast.stmt)}
+        if odd_indent(self.lines, starts):
+            return False
+        return refusal(statement) is None
+
+    def _note_given_up(self, relayed: Sequence[tuple[str, int, str]]) -> None:
+        """Notices for what the model gave up on: no loss goes unsaid."""
+        functions = self.model.index.functions
+
+        def line_of(qualname: str) -> int:
+            info = functions.get(qualname)
+            return info.node.lineno if info is not None else 0
+
+        for qualname in dict.fromkeys(self.model.failed):
+            what = "the module's top level" if qualname == "<module>" else f"function `{qualname}`"
+            self.notices.append(
+                Notice(
+                    self.path, line_of(qualname), f"{what} not analysed (too large a condition, or too deeply nested)"
+                )
+            )
+        for qualname in self.model.unsettled[:1]:
+            what = f"grad mode is relayed further than {MAX_ROUNDS} rounds of summaries follow (at `{qualname}`)"
+            self.notices.append(Notice(self.path, line_of(qualname), what))
+        for path, line, what in dict.fromkeys(relayed):
+            where = "" if path == self.path else f" (in {path})"
+            self.notices.append(Notice(self.path, line if path == self.path else 0, f"{what} not followed{where}"))
 
     def _target(self, origin: ast.AST, entry: Entry) -> tuple[ast.AST, int]:
         """The grad-mode expression a fix sets at ``origin``, and its grad-on value."""
@@ -387,6 +445,8 @@ class _Analysis:
         elif rule.FIXES and all(e.proven for e in entries):
             decided = frozenset(e.decision.node for e in entries) | {e.decision.name for e in entries}
             fix_plan = plan(target[0], target[1], statement, self.blocks, self.source, fixed_too - {target[0]}, decided)
+        if fix_plan is not None and not self._libcst_can_fix(fix_plan.statement):
+            fix_plan, applicability = None, None  # reported, not offered: `fix` would refuse it
         coupled = sorted({c.lineno for e in entries for c in e.coupled})
         if fix_plan is not None and proxy is None:
             applicability = Applicability.UNSAFE if coupled else Applicability.SAFE
@@ -533,23 +593,30 @@ class _Analysis:
             plans.append((found.plan, found.finding))
         if not plans:
             return None
-        parents = parent_map(self.blocks)
-        statements = list(dict.fromkeys(p.statement for p, _ in plans))
         lines = list(self.lines)
         cst_lines = 0
-        snippets = _snippets(self.lines, statements, False, parents)
+        inline = [(p, f) for p, f in plans if self._inline(p)]
+        for fix_plan, _ in sorted(inline, key=lambda pair: self.source.span(pair[0].statement), reverse=True):
+            self._fix_inline(lines, fix_plan)  # right to left: the spans before stay valid
+            cst_lines += 1
+        pending = [p for p, _ in plans if not any(p is q for q, _ in inline)]
+        parents = parent_map(self.blocks)
+        statements = list(dict.fromkeys(p.statement for p in pending))
+        snippets = _snippets(self.lines, statements, False, parents) if statements else []
         for snippet in sorted(snippets, key=lambda s: -s.first):  # bottom-up: line numbers stay valid
             cst_lines += snippet.last - snippet.first + 1
-            mine = [p for p, _ in plans if snippet.first <= p.statement.lineno <= snippet.last]
+            mine = [p for p in pending if snippet.first <= p.statement.lineno <= snippet.last]
             if not mine:
                 continue
             if not snippet.lossless:
                 raise _FixInvalid("LibCST does not reproduce this file byte for byte; not fixed")
-            positions = MetadataWrapper(snippet.module, unsafe_skip_copy=True).resolve(PositionProvider)
             try:
+                positions = MetadataWrapper(snippet.module, unsafe_skip_copy=True).resolve(PositionProvider)
                 new_module = apply_plans(snippet.module, positions, mine, snippet.line_offset)
             except PlanError as exc:
                 raise _FixInvalid(f"a fix could not be applied ({exc}); file left unchanged") from None
+            except RecursionError:
+                raise _FixInvalid("not fixed: too deeply nested for LibCST") from None
             new_body = snippet.body_of(new_module)
             original_body = "".join(lines[snippet.first - 1 : snippet.last])
             if _comments(new_body) < _comments(original_body):
@@ -564,6 +631,64 @@ class _Analysis:
                 new_body = new_body.replace("\n", "\r")  # lone-CR lines: LibCST's new ones too
             lines[snippet.first - 1 : snippet.last] = [new_body]
         return "".join(lines), [f for _, f in plans], cst_lines
+
+    def _inline(self, fix_plan: FixPlan) -> bool:
+        """Is ``fix_plan`` an edit inside a simple statement that shares its line with
+        other code (``x = 1; flag = flag and grad``)? Its statement alone is then given
+        to LibCST, not its lines: on a 1 MB line of ``;``-separated statements LibCST
+        parsed, annotated and transformed every one of them (31 s, 1 GB)."""
+        statement = fix_plan.statement
+        if fix_plan.action not in _EXPRESSION_ACTIONS or isinstance(statement, _COMPOUND):
+            return False
+        line, column, end_line, end_column = self.source.span(statement)
+        before = self.lines[line - 1][:column]
+        after = self.lines[end_line - 1][end_column:]
+        return bool(before.strip()) or (bool(after.strip()) and not after.lstrip().startswith("#"))
+
+    def _fix_inline(self, lines: list[str], fix_plan: FixPlan) -> None:
+        """Carry out ``fix_plan`` on its statement's text alone (see :meth:`_inline`),
+        in ``lines`` (the file's lines, changed in place)."""
+        from libcst.metadata import MetadataWrapper, PositionProvider
+
+        from .fixes import PlanError, apply_plans
+
+        line, column, end_line, end_column = self.source.span(fix_plan.statement)
+        original = self.source.text((line, column, end_line, end_column))
+        _refuse_libcst(original)
+
+        def shifted(span: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+            first = span[1] - column if span[0] == line else span[1]
+            last = span[3] - column if span[2] == line else span[3]
+            return (span[0], first, span[2], last)
+
+        moved = replace(
+            fix_plan,
+            node=shifted(fix_plan.node),
+            child=shifted(fix_plan.child) if fix_plan.child is not None else None,
+        )
+        module = _parse_cst(original + "\n")
+        try:
+            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+            new_module = apply_plans(module, positions, [moved], line - 1)
+        except PlanError as exc:
+            raise _FixInvalid(f"a fix could not be applied ({exc}); file left unchanged") from None
+        except RecursionError:
+            raise _FixInvalid("not fixed: too deeply nested for LibCST") from None
+        new = new_module.code
+        if not new.endswith("\n") or ("\n" in new[:-1] and "\n" not in original):
+            raise _FixInvalid("a fix changed the statement's frame; file left unchanged")
+        new = new[:-1]
+        if _comments(new) < _comments(original):
+            raise _FixInvalid("a fix would drop a comment; file left unchanged")
+        head, tail = lines[line - 1][:column], lines[end_line - 1][end_column:]
+        lines[line - 1 : end_line] = [head + new + tail]
+
+
+#: the plans that change an expression inside their statement (see ``_Analysis._inline``)
+_EXPRESSION_ACTIONS = frozenset(
+    {"remove-operand", "replace-by-child", "remove-element", "remove-argument", "substitute"}
+)
+_COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef, ast.ClassDef)
 
 
 def _numerics(entry: Entry) -> bool:
@@ -637,17 +762,24 @@ def lint_source(
         return FileResult(path, error=str(exc), source=data)
     if prefilter and not may_hold_findings(data, config, also):
         return FileResult(path, source=data, stage="prefilter")
+    if len(data) > MAX_FILE_BYTES:  # the per-file memory bound (docs/limits.md)
+        size = f"{len(data) / 1e6:.1f} MB, over the per-file bound of {MAX_FILE_BYTES // 1_000_000} MB"
+        return FileResult(path, source=data, stage="ast", notices=(Notice(path, 0, f"file not analysed ({size})"),))
     rules = selected_rules(config)
     text = data.decode(encoding)
     try:
         analysis = _Analysis(path, text, config, rules, whole=not prefilter, project=project, parse=parse, known=known)
     except LintError as exc:
         return FileResult(path, error=str(exc), source=data)
+    except (BudgetExceeded, RecursionError, MemoryError) as exc:  # the last guard: a notice, never a crash
+        reason = "too large for the model's budget" if isinstance(exc, BudgetExceeded) else type(exc).__name__
+        return FileResult(path, source=data, stage="ast", notices=(Notice(path, 0, f"file not analysed ({reason})"),))
     if edits and not fix:
         analysis.with_edits()
     remaining = tuple(f.finding for f in analysis.found)
     dependencies = tuple(sorted(analysis.model.dependencies))
     exports = analysis.model.exports
+    notices = tuple(analysis.notices)
     if not fix or not analysis.fixable(unsafe_fixes):
         return FileResult(
             path,
@@ -657,6 +789,7 @@ def lint_source(
             suppressed=tuple(analysis.suppressed),
             dependencies=dependencies,
             exports=exports,
+            notices=notices,
         )
     passes = [analysis]  # _fix holds the only reference: each pass's tree and model are freed
     del analysis  # before the next pass parses and analyses the fixed text
@@ -665,9 +798,15 @@ def lint_source(
             path, text, passes, config, rules, prefilter, unsafe_fixes, project, known
         )
     except LintError as exc:
-        return FileResult(path, remaining, error=str(exc), source=data, stage="fix")
+        return FileResult(path, remaining, error=str(exc), source=data, stage="fix", notices=notices)
+    except (BudgetExceeded, RecursionError, MemoryError) as exc:
+        reason = f"a fix pass gave up ({type(exc).__name__}); file left unchanged"
+        return FileResult(path, remaining, source=data, stage="fix", notices=(*notices, Notice(path, 0, reason)))
+    notices = tuple(dict.fromkeys((*notices, *final.notices)))
     if current == text:
-        return FileResult(path, tuple(f.finding for f in final.found), source=data, stage="fix", cst_lines=cst_lines)
+        return FileResult(
+            path, tuple(f.finding for f in final.found), source=data, stage="fix", cst_lines=cst_lines, notices=notices
+        )
     from .source import encode_fixed
 
     return FileResult(
@@ -678,6 +817,7 @@ def lint_source(
         fixed_findings=tuple(fixed_findings),
         stage="fix",
         cst_lines=cst_lines,
+        notices=notices,
     )
 
 
@@ -753,6 +893,8 @@ def _fix(
 
 
 def _reparse_whole(fixed: str, before: str) -> None:
+    if text_refusal(before) is not None:
+        return  # LibCST must not be handed this file (cstguard); CPython re-read the fix
     try:
         _parse_cst(fixed)
     except LintError as exc:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .escape import display, encodable, github_data, github_property, uri_path
-from .results import Edit, FileResult, Finding, FlowStep
+from .results import Edit, FileResult, Finding, FlowStep, Notice
 
 if TYPE_CHECKING:
     from .rule import Rule
@@ -94,9 +94,14 @@ def render_text(
     return "\n".join(out) + ("\n" if out else "")
 
 
-def summary(findings: Sequence[Finding], errors: int, unsafe_fixes: bool = False) -> str:
+def summary(findings: Sequence[Finding], errors: int, unsafe_fixes: bool = False, notices: int = 0) -> str:
+    """The last line of the text format; never "All checks passed." when the run gave
+    up on something (``notices``: a function or decision not analysed)."""
+    given_up = (
+        f" {notices} part{'s' if notices != 1 else ''} of the code not analysed (see the warnings)." if notices else ""
+    )
     if not findings and not errors:
-        return "All checks passed."
+        return "No findings in what was analysed." + given_up if notices else "All checks passed."
     fixable = sum(f.fixable_with(unsafe_fixes) for f in findings)
     hidden = 0 if unsafe_fixes else sum(f.fixable_with(True) and not f.fixable for f in findings)
     parts = [f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}"]
@@ -107,7 +112,7 @@ def summary(findings: Sequence[Finding], errors: int, unsafe_fixes: bool = False
         parts.append(f" ({hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with `--unsafe-fixes`.)")
     if errors:
         parts.append(f" {errors} file{'s' if errors != 1 else ''} could not be checked.")
-    return "".join(parts)
+    return "".join(parts) + given_up
 
 
 def render_statistics(findings: Sequence[Finding], unsafe_fixes: bool = False) -> str:
@@ -266,6 +271,7 @@ def render_sarif(
     baselined: Sequence[Finding] = (),
     baseline_file: str | None = None,
     suppressed: Sequence[Finding] = (),
+    notices: Sequence[Notice] = (),
 ) -> str:
     """SARIF 2.1.0. With a baseline, ``findings`` are the new results
     (``baselineState: new``) and ``baselined`` the known ones, reported as ``unchanged``
@@ -302,7 +308,8 @@ def render_sarif(
                 "invocations": [
                     {
                         "executionSuccessful": not errors,
-                        "toolExecutionNotifications": [_sarif_notification(r) for r in errors],
+                        "toolExecutionNotifications": [_sarif_notification(r) for r in errors]
+                        + [_sarif_notice(n) for n in notices],
                     }
                 ],
                 "results": results,
@@ -397,6 +404,19 @@ def _sarif_notification(r: FileResult) -> dict[str, object]:
         "level": "error",
         "descriptor": {"id": "syntax-error" if line is not None else "unreadable-file"},
         "message": {"text": f"{display(r.path)}: {display(r.error or '')}"},
+        "locations": [{"physicalLocation": physical}],
+    }
+
+
+def _sarif_notice(notice: Notice) -> dict[str, object]:
+    """Something the run gave up on, as a warning notification."""
+    physical: dict[str, object] = {"artifactLocation": {"uri": _uri(notice.path), "uriBaseId": "%SRCROOT%"}}
+    if notice.line:
+        physical["region"] = {"startLine": notice.line}
+    return {
+        "level": "warning",
+        "descriptor": {"id": "not-analysed"},
+        "message": {"text": f"{display(notice.path)}: {display(notice.message)}"},
         "locations": [{"physicalLocation": physical}],
     }
 

@@ -104,6 +104,20 @@ class Finding:
 
 
 @record
+class Notice:
+    """Something a run gave up on in a file (a function or decision not analysed, a
+    summary not settled, a fix refused before LibCST): reported, never silent, and no
+    finding. ``line`` is 1-based; 0 when the notice is about the whole file."""
+
+    path: str
+    line: int
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return as_dict(self)
+
+
+@record
 class FileResult:
     path: str
     findings: tuple[Finding, ...] = ()
@@ -130,6 +144,8 @@ class FileResult:
     #: the fields and keys the run had learned to carry grad mode when this result was
     #: decided (:mod:`gradgate.learned`): a run that learned others decides it again
     carriers: tuple[str, ...] = ()
+    #: what the run gave up on in this file (see :class:`Notice`)
+    notices: tuple[Notice, ...] = ()
 
     @property
     def changed(self) -> bool:

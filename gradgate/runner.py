@@ -24,7 +24,7 @@ from .discovery import Discovered, discover
 from .learned import NOTHING, learn
 from .prefilter import may_hold_findings
 from .records import record, replace
-from .results import FileResult, Finding
+from .results import FileResult, Finding, Notice
 from .source import SourceError, SourceFile, read_source, syntax_error
 from .suppression import file_ignored_bytes
 
@@ -185,19 +185,27 @@ def _analyse(job: Job) -> FileResult:
     project = _project(config, paths)
     project.note_returns(name.decode() for name in also)
     project.expect(analysed)
-    with collector_paused():
-        result = lint_source(
-            path,
-            data,
-            config.for_file(path, root),  # its per-file-ignores: neither reported nor fixed
-            fix=fix,
-            prefilter=prefilter,
-            unsafe_fixes=unsafe_fixes,
-            edits=edits,
-            project=project,
-            also=also,
-            known=known,
-        )
+    from .deadline import FileTimeout, deadline, file_seconds
+
+    seconds = file_seconds()
+    try:
+        with collector_paused(), deadline(seconds):
+            result = lint_source(
+                path,
+                data,
+                config.for_file(path, root),  # its per-file-ignores: neither reported nor fixed
+                fix=fix,
+                prefilter=prefilter,
+                unsafe_fixes=unsafe_fixes,
+                edits=edits,
+                project=project,
+                also=also,
+                known=known,
+            )
+    except FileTimeout:
+        _PROJECTS.clear()  # a summary may have been cut short: the next file starts afresh
+        what = f"file not analysed (past the per-file bound of {seconds:g} s)"
+        result = FileResult(path, source=data, stage="ast", notices=(Notice(path, 0, what),))
     _collect_now_and_then(len(data))
     return _lean(result)
 
@@ -296,15 +304,19 @@ def _analysed(jobs: list[tuple], options: RunOptions) -> tuple[Iterator[FileResu
 
     from .workers import die_with_parent
 
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     pool = ProcessPoolExecutor(
         workers,
-        mp_context=multiprocessing.get_context(method),
+        mp_context=multiprocessing.get_context(POOL_START_METHOD),
         initializer=die_with_parent,
         initargs=(os.getpid(),),
     )
     submitted = [pool.submit(_analyse_share, jobs[r.start : r.stop]) for r in shares]
     return (result for share in submitted for result in share.result()), pool
+
+
+#: how the fallback pool starts its workers: this process cannot fork safely (another
+#: thread may hold a lock the child would inherit held), so they start afresh
+POOL_START_METHOD = "spawn"
 
 
 class _Workers(Protocol):

@@ -32,9 +32,12 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
@@ -53,11 +56,36 @@ APPLY_FIXES_COMMAND = "gradgate.applyFixes"
 CACHE_SIZE = 64
 
 
+class _Answered:
+    """A request already answered with an error: pygls' dispatch skips it (not JSON-RPC 2.0)."""
+
+    jsonrpc = ""
+
+
+class _Protocol(LanguageServerProtocol):
+    """pygls' protocol, answering a request whose params do not fit its method with a
+    JSON-RPC error (pygls only logged it, and the client waited for an answer)."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if not ("id" in data and "method" in data):
+                raise
+            self._send_response(data["id"], error=exc.to_response_error())
+            return _Answered()
+
+
 class GradgateServer(LanguageServer):
     """The language server: documents' results, pending checks and settings."""
 
     def __init__(self) -> None:
-        super().__init__("gradgate", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "gradgate",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=_Protocol,
+        )
         self.debounce = 0.0
         #: documents a check is running for, and those changed meanwhile (checked again after it)
         self.running: set[str] = set()
@@ -166,9 +194,9 @@ class GradgateServer(LanguageServer):
         except ConfigError as exc:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"gradgate: {exc}"))
             result = FileResult(self.path_of(document), error=str(exc))
-        except Exception:  # a request handler's guard: log it, keep serving
+        except Exception as exc:  # a request handler's guard: log it, keep serving, drop stale diagnostics
             log.exception("gradgate failed on %s", uri)
-            return
+            result = FileResult(self.path_of(document), error=f"internal error ({type(exc).__name__}); see the log")
         finally:
             self.running.discard(uri)
             if uri in self.again:
@@ -266,7 +294,15 @@ def _error_diagnostic(document: TextDocument, error: str) -> types.Diagnostic:
 def diagnostics(document: TextDocument, result: FileResult) -> list[types.Diagnostic]:
     if result.error is not None:
         return [_error_diagnostic(document, result.error)]
-    out: list[types.Diagnostic] = []
+    out: list[types.Diagnostic] = [
+        types.Diagnostic(
+            range=types.Range(start=types.Position(max(0, n.line - 1), 0), end=types.Position(max(0, n.line - 1), 0)),
+            message=f"gradgate gave up here: {n.message}",
+            severity=types.DiagnosticSeverity.Information,
+            source=SOURCE,
+        )
+        for n in result.notices
+    ]
     if not result.findings:
         return out
     lines = document.lines
@@ -352,11 +388,19 @@ def code_actions(server: GradgateServer, params: types.CodeActionParams) -> list
 
     actions: list[types.CodeAction] = []
     lines = document.lines
-    findings = [f for f in server.findings(document.uri) if _overlaps(finding_range(document, f, lines), params.range)]
+    # the findings of the text as it is now (the last published may be of an older
+    # version), each edit carrying that version: a client refuses it once the text moved on
+    current = server.check(document)
+    findings = [f for f in current.findings if _overlaps(finding_range(document, f, lines), params.range)]
     if any(f.applicability is not None for f in findings) and wanted(types.CodeActionKind.QuickFix):
         # the quick fixes' edits: computed only now, never for the diagnostics
-        edited = {(f.line, f.column, f.rule): f for f in server.findings(document.uri, edits=True)}
+        edited = {(f.line, f.column, f.rule): f for f in server.edited(current).findings}
         findings = [edited.get((f.line, f.column, f.rule), f) for f in findings]
+
+    def versioned(edit: types.TextEdit) -> types.WorkspaceEdit:
+        identifier = types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=document.version)
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=identifier, edits=[edit])])
+
     for finding in findings:
         diagnostic = [d for d in params.context.diagnostics if d.code == finding.rule and d.source == SOURCE]
         if (
@@ -373,15 +417,11 @@ def code_actions(server: GradgateServer, params: types.CodeActionParams) -> list
                     kind=types.CodeActionKind.QuickFix,
                     diagnostics=diagnostic or None,
                     is_preferred=not unsafe,
-                    edit=types.WorkspaceEdit(
-                        changes={
-                            document.uri: [
-                                types.TextEdit(
-                                    range=_range(document, e.line, e.column, e.end_line, e.end_column, lines),
-                                    new_text=e.content,
-                                )
-                            ]
-                        }
+                    edit=versioned(
+                        types.TextEdit(
+                            range=_range(document, e.line, e.column, e.end_line, e.end_column, lines),
+                            new_text=e.content,
+                        )
                     ),
                 )
             )
@@ -394,22 +434,17 @@ def code_actions(server: GradgateServer, params: types.CodeActionParams) -> list
                         title=f"Suppress {finding.rule} on this line",
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=diagnostic or None,
-                        edit=types.WorkspaceEdit(
-                            changes={
-                                document.uri: [
-                                    types.TextEdit(
-                                        range=types.Range(
-                                            start=types.Position(finding.line - 1, 0),
-                                            end=types.Position(finding.line, 0),
-                                        ),
-                                        new_text=text if text.endswith(("\n", "\r")) else text + "\n",
-                                    )
-                                ]
-                            }
+                        edit=versioned(
+                            types.TextEdit(
+                                range=types.Range(
+                                    start=types.Position(finding.line - 1, 0), end=types.Position(finding.line, 0)
+                                ),
+                                new_text=text if text.endswith(("\n", "\r")) else text + "\n",
+                            )
                         ),
                     )
                 )
-    if wanted(FIX_ALL_KIND) and (wanted_kinds is not None or any(f.fixable for f in server.findings(document.uri))):
+    if wanted(FIX_ALL_KIND) and (wanted_kinds is not None or any(f.fixable for f in current.findings)):
         edit = fix_all_edit(server, document)
         if edit is not None:
             actions.append(
@@ -527,5 +562,9 @@ def make_server() -> GradgateServer:
     return server
 
 
-def main() -> None:
-    make_server().start_io()
+def main() -> int:
+    """Serve over stdio; the exit status: 0 after ``shutdown`` and ``exit``, 1 when the
+    client ended without ``shutdown`` (as the LSP specification says)."""
+    server = make_server()
+    server.start_io()
+    return 0 if server.protocol._shutdown else 1

@@ -11,11 +11,14 @@ owner and group, or is not written.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import errno
 import os
 import re
+import signal
 import stat
 import tokenize
+from collections.abc import Iterator
 
 from .records import record
 
@@ -174,14 +177,21 @@ class ChangedOnDisk(SourceError):
     """The file no longer holds the bytes the fix was computed from."""
 
 
+class ReadOnly(SourceError):
+    """The file is read-only (no write permission bit, or not writable by this user):
+    a fix does not replace it (a rename would, for anyone who may write the folder)."""
+
+
+def _writable(path: str, info: os.stat_result) -> bool:
+    return bool(stat.S_IMODE(info.st_mode) & 0o222) and os.access(path, os.W_OK)
+
+
 def write_atomic(path: str, expected: bytes, new: bytes) -> None:
     """Replace ``path``'s content ``expected`` by ``new``, atomically.
 
     Raises :class:`ChangedOnDisk` (and writes nothing) if the file changed since it was
     read, :class:`SourceError` on any I/O failure; the original is then untouched.
     """
-    import tempfile  # only when writing
-
     real = os.path.realpath(path)
     directory = os.path.dirname(real) or "."
     try:
@@ -189,6 +199,38 @@ def write_atomic(path: str, expected: bytes, new: bytes) -> None:
             if handle.read() != expected:
                 raise ChangedOnDisk("file changed on disk since it was read; not overwritten")
         info = os.stat(real)
+        if not _writable(real, info):
+            raise ReadOnly("the file is read-only; not rewritten")
+    except OSError as exc:
+        raise SourceError(f"cannot write: {exc.strerror or exc}") from None
+    # SIGTERM, SIGINT and SIGHUP wait while the temporary file exists: a fix stopped
+    # meanwhile (a pre-commit hook's timeout, Ctrl-C) leaves no `.NAME.XXXX.gradgate`
+    with _signals_held():
+        _replace_through_temporary(real, directory, info, expected, new)
+
+
+_HELD = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold the signals that end a process until the block is done (they are then
+    delivered: the process still stops, only later)."""
+    try:
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    except (AttributeError, OSError, ValueError):  # a platform without signal masks
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _replace_through_temporary(real: str, directory: str, info: os.stat_result, expected: bytes, new: bytes) -> None:
+    import tempfile  # only when writing
+
+    try:
         fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=".gradgate", dir=directory)
     except OSError as exc:
         raise SourceError(f"cannot write: {exc.strerror or exc}") from None

@@ -22,7 +22,8 @@ Every input goes through ``strategies.verify`` (the properties of test_propertie
 the fix oracle of issue 12 included: for each fixed file the tree equals the original
 with exactly the fixed reads set to their grad-on value and simplified (``oracle``),
 every comment survives (``comments``), no byte outside the fixed statements changes
-(``outside-bytes``), a second fix is a no-op (``idempotence``), ``check`` after ``fix``
+(``outside-bytes``), the fixed code run against a stub torch behaves as the original
+with grad mode on (``behaviour``, ``runoracle.py``), a second fix is a no-op (``idempotence``), ``check`` after ``fix``
 reports nothing fixable (``stale-fixable``), every fixable finding is fixed
 (``accounting``, ``fixable-not-fixed``), and the default path and ``prefilter=False``
 give identical findings and fixes (``prefilter-consistency``). ``--known-bad`` also
@@ -57,7 +58,7 @@ from hypothesis import strategies as st  # noqa: E402
 #: violation kinds, grouped into the headline figures
 INVALID = {"reparse"}
 NON_IDEMPOTENT = {"idempotence"}
-DAMAGING = {"oracle", "comments", "outside-bytes", "endings", "final-newline", "encoding", "no-op-fix"}
+DAMAGING = {"oracle", "behaviour", "comments", "outside-bytes", "endings", "final-newline", "encoding", "no-op-fix"}
 #: "fixable" that fix does not keep, or a finding the generator did not plant
 BROKEN_PROMISES = {
     "accounting",

@@ -806,8 +806,9 @@ def verify(
     unsafe ones): no-op-fix, encoding, reparse, endings, final-newline, comments (the
     COMMENT tokens equal), oracle (the fixed tree is the original with the fixed reads
     set to their grad-on value and simplified), outside-bytes (nothing changes outside
-    the fixed statements), idempotence, stale-fixable, and accounting (every fixable
-    finding counted as fixed).
+    the fixed statements), behaviour (the fixed code, run against a stub torch with grad
+    mode on, does what the original did: ``runoracle.py``), idempotence, stale-fixable,
+    and accounting (every fixable finding counted as fixed).
     """
     outcome = Outcome()
     try:
@@ -934,6 +935,12 @@ def _check_fix(
             )
     if not outside_unchanged(text, new_text, fixed_regions(text, fixable)):
         outcome.add("outside-bytes", f"bytes outside the fixed statements changed{tag}")
+    if not unsafe:  # the run oracle (issue 29): with grad mode on, the fixed code does what the original did
+        from runoracle import behaviour_change
+
+        changed = behaviour_change(text, new_text)
+        if changed is not None:
+            outcome.add("behaviour", changed)
     again = lint_source(path, new, CONFIG, fix=True, unsafe_fixes=unsafe)
     if again.error is not None:
         outcome.add("idempotence", f"fixed file errors: {again.error}{tag}")

@@ -45,7 +45,7 @@ def _invoke(*args: str, cwd: Path):
 
 
 # -- write_atomic ---------------------------------------------------------------------
-@pytest.mark.parametrize("mode", [0o644, 0o640, 0o600, 0o755, 0o750, 0o444])
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o600, 0o755, 0o750])  # 0o444: refused (test_reliability_v3)
 def test_write_atomic_replaces_by_rename_and_keeps_mode(tmp_path, mode):
     path = tmp_path / "m.py"
     path.write_bytes(BUGGY)
@@ -129,12 +129,12 @@ def test_write_atomic_through_symlink_writes_the_target(tmp_path):
 
 # -- the fix command ---------------------------------------------------------------
 def test_fix_keeps_modes(tmp_path):
-    for name, mode in (("a.py", 0o640), ("b.py", 0o755), ("c.py", 0o600), ("d.py", 0o444)):
+    for name, mode in (("a.py", 0o640), ("b.py", 0o755), ("c.py", 0o600)):  # 0o444: test_reliability_v3
         (tmp_path / name).write_bytes(BUGGY)
         (tmp_path / name).chmod(mode)
     result = run_cli("fix", ".", cwd=tmp_path)
     assert result.returncode == 0, result.stderr.decode()
-    for name, mode in (("a.py", 0o640), ("b.py", 0o755), ("c.py", 0o600), ("d.py", 0o444)):
+    for name, mode in (("a.py", 0o640), ("b.py", 0o755), ("c.py", 0o600)):
         assert (tmp_path / name).read_bytes() == BUGGY_FIXED
         assert os.stat(tmp_path / name).st_mode & 0o7777 == mode, name
     assert _temporaries(tmp_path) == []

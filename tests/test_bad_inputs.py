@@ -440,9 +440,10 @@ VALID_INPUTS = [
     ),
     Valid(
         "form_feed",
-        b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled() and x\n",
-        [(4, 40)],
-        b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c    ub_overlap_ag = ub_overlap_ag and x\n",
+        # (a form feed in a statement's indentation: report only, test_reliability_v3)
+        b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c\n    ub_overlap_ag = ub_overlap_ag and torch.is_grad_enabled() and x\n",
+        [(5, 39)],
+        b"import torch\n\x0c\ndef f(ub_overlap_ag):\n\x0c\n    ub_overlap_ag = ub_overlap_ag and x\n",
     ),
     Valid("no_final_newline", BUGGY.rstrip(b"\n"), [(2, 39)], BUGGY_FIXED.rstrip(b"\n")),
     Valid(

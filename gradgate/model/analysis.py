@@ -74,7 +74,10 @@ class ModuleAnalysis:
         self.results: dict[str | None, FunctionResult] = {}
         #: each grad-mode read's function result (see :meth:`owner_of`), made on first use
         self._owners: dict[ast.AST, FunctionResult] | None = None
+        #: the functions not analysed (a diagram past its budget, too deep a nesting)
         self.failed: list[str] = []
+        #: the functions whose summaries had not settled after MAX_ROUNDS rounds
+        self.unsettled: list[str] = []
         #: the other files whose summaries the findings rest on
         self.dependencies: frozenset[str] = frozenset()
         with self.project.recording() as touched:
@@ -153,6 +156,10 @@ class ModuleAnalysis:
                 )
             if not interpreted:
                 break
+        else:  # the rounds ran out: what a next round would interpret is unsettled
+            fresh = [f.qualname for f in self._relevant(words) if f.qualname not in self.results]
+            stale = [k or "<module>" for k in self.results if k in seen and self._stale(k, seen[k], states, changes)]
+            self.unsettled = fresh + stale
 
     def _stale(
         self,
@@ -197,6 +204,7 @@ class ModuleAnalysis:
         return changed
 
     def _interpret(self, info: FunctionInfo | None) -> FunctionResult:
+        self.bdd.start()
         try:
             return interpret(self.context, info)
         except (BudgetExceeded, RecursionError):

@@ -19,13 +19,14 @@ GRAD = 0
 
 
 class BudgetExceeded(Exception):
-    """A function's diagrams grew past :attr:`Manager.budget` nodes."""
+    """A function's (or a decision's) diagrams grew past :attr:`Manager.budget` nodes
+    since :meth:`Manager.start`, or the module's past :attr:`Manager.limit`."""
 
 
 class Manager:
     """Owns the nodes. Node ``n`` > 1 is ``(var, low, high)``: if var then high else low."""
 
-    def __init__(self, budget: int = 200_000) -> None:
+    def __init__(self, budget: int = 200_000, limit: int = 2_000_000) -> None:
         self._nodes: list[tuple[int, int, int]] = [(1 << 30, 0, 0), (1 << 30, 1, 1)]
         self._unique: dict[tuple[int, int, int], int] = {}
         self._atoms: dict[Hashable, int] = {"<grad mode>": GRAD}
@@ -43,7 +44,15 @@ class Manager:
         self.param_vars: dict[int, tuple[str, str, str]] = {}
         #: variables that say whether autograd records a tensor (``x.requires_grad``)
         self.recording_vars: set[int] = set()
+        #: nodes one function (or one decision) may add, counted from :meth:`start`
         self.budget = budget
+        #: nodes the whole module may hold (about 150 bytes each): the model's memory bound
+        self.limit = limit
+        self._base = 0
+
+    def start(self) -> None:
+        """Give what is built next (a function, a decision) a budget of its own."""
+        self._base = len(self._nodes)
 
     # -- building ------------------------------------------------------------------
     def atom(self, key: Hashable) -> int:
@@ -130,7 +139,7 @@ class Manager:
         key = (var, low, high)
         node = self._unique.get(key)
         if node is None:
-            if len(self._nodes) >= self.budget:
+            if len(self._nodes) - self._base >= self.budget or len(self._nodes) >= self.limit:
                 raise BudgetExceeded()
             node = len(self._nodes)
             self._nodes.append(key)

@@ -248,7 +248,7 @@ def _replace(
     outer, inner = source.span(node), source.span(kept)
     if source.comment_between(outer[:2], inner[:2]) or source.comment_between(inner[2:], outer[2:]):
         return None
-    if _is_self_assignment(statement, node, kept):
+    if _is_self_assignment(statement, node, kept) and _removable_self_assignment(statement, block_of):
         return _statement_removal(statement, block_of, source)
     return FixPlan(statement, "replace-by-child", outer, inner)
 
@@ -269,7 +269,11 @@ def _remove_operand(
     clean_after = after is not None and not source.comment_between(span[2:], after)
     if not (clean_before or clean_after):
         return None
-    if len(values) == 2 and _is_self_assignment(statement, chain, values[1 - index]):
+    if (
+        len(values) == 2
+        and _is_self_assignment(statement, chain, values[1 - index])
+        and _removable_self_assignment(statement, block_of)
+    ):
         return _statement_removal(statement, block_of, source)
     return FixPlan(statement, "remove-operand", source.span(chain), span)
 
@@ -281,6 +285,41 @@ def _is_self_assignment(statement: ast.stmt, value: ast.AST, kept: ast.AST) -> b
         return len(targets) == 1 and ast.dump(targets[0], include_attributes=False).replace(
             "ctx=Store()", "ctx=Load()"
         ) == ast.dump(kept, include_attributes=False)
+    return False
+
+
+def _removable_self_assignment(statement: ast.stmt, block_of: BlockIndex) -> bool:
+    """Can ``x = x`` go? In a function or a module the name read is the one bound, so
+    yes; in a class body ``x = x`` reads the enclosing scope's ``x`` and binds a class
+    attribute: it goes only where the class body bound ``x`` before it."""
+    scope = block_of.scope_of(statement)
+    if not isinstance(scope, ast.ClassDef):
+        return True
+    target = statement.targets[0] if isinstance(statement, ast.Assign) else getattr(statement, "target", None)
+    if not isinstance(target, ast.Name):
+        return True  # `obj.x = obj.x` stores where it reads
+    return _bound_in_class_before(scope, target.id, statement)
+
+
+def _bound_in_class_before(klass: ast.ClassDef, name: str, statement: ast.stmt) -> bool:
+    """Does the body of ``klass`` (not its functions' or nested classes') bind ``name``
+    on a line before ``statement``?"""
+    stack: list[ast.AST] = list(klass.body)
+    while stack:
+        node = stack.pop()
+        if node is statement or getattr(node, "lineno", 0) >= statement.lineno:
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == name:
+                return True
+            continue  # their bodies are scopes of their own
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == name:
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
+            return True
+        if isinstance(node, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
     return False
 
 
@@ -420,6 +459,30 @@ class BlockIndex:
                 return None
             node = chosen
         return None
+
+    def scope_of(self, statement: ast.stmt) -> ast.AST:
+        """The innermost function, class or module whose body holds ``statement``."""
+        scope: ast.AST = self._tree
+        node: ast.AST = self._tree
+        line = statement.lineno
+        for _ in range(1000):
+            inner = next(
+                (
+                    c
+                    for c in ast.iter_child_nodes(node)
+                    if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case))
+                    and getattr(c, "lineno", getattr(getattr(c, "pattern", None), "lineno", 0))
+                    <= line
+                    <= (getattr(c, "end_lineno", None) or line)
+                ),
+                None,
+            )
+            if inner is None or inner is statement:
+                return scope
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                scope = inner
+            node = inner
+        return scope
 
     def holder(self, statement: ast.stmt) -> ast.stmt | None:
         """The statement whose block holds ``statement`` (None at the top level)."""

@@ -102,6 +102,9 @@ class Project:
         for path in {_root_key(p): p for p in paths}.values():
             self.add_root(path)
         self._found: dict[str, str | None] = {}
+        #: what following calls gave up on, as (path, line, what): the engine reports
+        #: the ones a file's analysis added as its notices
+        self.gave_up: list[tuple[str, int, str]] = []
         self._modules: dict[str, ModuleFile | None] = {}
         self._by_path: dict[str, ModuleFile] = {}
         #: module name -> qualname -> summary
@@ -540,6 +543,7 @@ class Project:
                 result = interpret(context, info)
             except (BudgetExceeded, RecursionError):
                 result = None
+                self.gave_up.append((module.path, info.node.lineno, f"`{qualname}` not summarised for its callers"))
             if result is not None:
                 args = info.node.args
                 summary = summarise(
@@ -623,7 +627,10 @@ class Project:
         summary = self.summary(module, qualname)
         out: list[Effect] = [e for p, e in summary.effects if p == parameter]
         for link in summary.links:
-            if link.param != parameter or depth >= MAX_DEPTH:
+            if link.param != parameter:
+                continue
+            if depth >= MAX_DEPTH:
+                self.gave_up.append((module.path, 0, f"a call chain through `{qualname}` past {MAX_DEPTH} calls"))
                 continue
             target = self.load(link.callee[0])
             if target is None:
