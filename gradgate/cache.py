@@ -221,6 +221,7 @@ class ResultCache:
                 return None  # a file its findings rest on changed: analyse it again
             exports = tuple(str(name) for name in entry.get("exports", ()))
             carriers = tuple(str(name) for name in entry.get("carriers", ()))
+            learned = tuple(str(name) for name in entry.get("learned", ()))
             notices = tuple(Notice(path, int(n["line"]), str(n["message"])) for n in entry.get("notices", ()))
             result = FileResult(
                 path,
@@ -231,6 +232,7 @@ class ResultCache:
                 dependencies=tuple(dependencies),
                 exports=exports,
                 carriers=carriers,
+                learned=learned,
                 notices=notices,
             )
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
@@ -311,6 +313,7 @@ class ResultCache:
             "dependencies": self.dependency_record(result.dependencies, now_ns),
             "exports": list(result.exports),
             "carriers": list(result.carriers),
+            "learned": list(result.learned),
             "notices": [{"line": n.line, "message": n.message} for n in result.notices],
         }
         self.dirty = True

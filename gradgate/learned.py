@@ -10,9 +10,11 @@ found become carriers for the whole run (:meth:`gradgate.config.Config.with_lear
 pre-filter tokens, and names the interpreter takes as grad mode where nothing in the
 module stores them.
 
-A keyword argument of a function (not a class) is no field: the parameter of that name
-is learned instead, taken as grad mode in functions whose callers the run does not see
-(``get_capacity(grad_on=torch.is_grad_enabled())`` of an object of unknown class).
+A keyword argument of a function (not a class) is no field. Where the call is of a
+module object (``self.router(x, grad_on=torch.is_grad_enabled())``), the parameter of
+that name of a ``forward`` is learned instead, taken as grad mode where the run does
+not see its callers; a method of another object (``self.stats.reduce(...)``) may share
+its name with methods of other classes, and teaches nothing.
 
 What counts as a store (one line, the value grad mode itself, or a local holding it; a
 negation, ``x.forward_only = not torch.is_grad_enabled()``, is a store of something else):
@@ -44,9 +46,9 @@ class Learned:
 
     fields: frozenset[str] = frozenset()
     keys: frozenset[str] = frozenset()
-    #: ``function.keyword`` of calls passing grad mode by keyword
-    #: (``router.get_capacity(grad_on=...)``: ``get_capacity.grad_on``): that parameter of
-    #: functions so named, wherever their callers are not seen
+    #: ``forward.keyword`` of calls of a module object passing grad mode by keyword
+    #: (``self.router(x, grad_on=...)``: ``forward.grad_on``): that parameter of a
+    #: ``forward``, wherever its callers are not seen
     params: frozenset[str] = frozenset()
     #: fields and keys the file also stores something that is not grad mode in
     other: frozenset[str] = frozenset()
@@ -64,6 +66,24 @@ class Learned:
             tuple(sorted(self.keys - self.other)),
             tuple(sorted(self.params)),
         )
+
+    def encoded(self) -> tuple[str, ...]:
+        """As strings, for a cached result (:meth:`decoded` reads them back)."""
+        return (
+            *(f"f:{n}" for n in sorted(self.fields)),
+            *(f"k:{n}" for n in sorted(self.keys)),
+            *(f"p:{n}" for n in sorted(self.params)),
+            *(f"o:{n}" for n in sorted(self.other)),
+        )
+
+    @staticmethod
+    def decoded(items: Iterable[str]) -> Learned:
+        parts: dict[str, set[str]] = {"f": set(), "k": set(), "p": set(), "o": set()}
+        for item in items:
+            kind, _, name = item.partition(":")
+            if kind in parts and name:
+                parts[kind].add(name)
+        return Learned(*(frozenset(parts[k]) for k in "fkpo"))
 
 
 NOTHING = Learned()
@@ -115,10 +135,18 @@ _RESTORED = re.compile(rb"set_grad_enabled\(\s*(?:[\w.]*\.)?(\w+)\s*\)")
 _CALLEE = re.compile(rb"([A-Za-z_][\w.]*)\s*$")
 
 
+def _module_call(callee: str) -> bool:
+    """Is ``callee`` spelled as a call of a module object (``self.router(...)``,
+    ``router(...)``), which runs its ``forward``, rather than of a method of another
+    object (``self.stats.reduce(...)``)?"""
+    parts = callee.split(".")
+    return (len(parts) == 1 or (len(parts) == 2 and parts[0] == "self")) and parts[-1][:1].islower()
+
+
 def _callee(data: bytes, at: int) -> str:
-    """The last name of the function called with the keyword argument at ``at`` ("" when
-    not a call's): a class (``CamelCase``: ``Meta(needs_backward=...)``) takes its fields
-    so."""
+    """The dotted name of the function called with the keyword argument at ``at`` (""
+    when not a call's): a class (``CamelCase``: ``Meta(needs_backward=...)``) takes its
+    fields so."""
     depth = 0
     while at > 0:
         at -= 1
@@ -130,7 +158,7 @@ def _callee(data: bytes, at: int) -> str:
                 if byte != b"(":
                     return ""
                 found = _CALLEE.search(data, max(0, at - 200), at)
-                return found.group(1).rsplit(b".", 1)[-1].decode() if found is not None else ""
+                return found.group(1).decode() if found is not None else ""
             depth -= 1
     return ""
 
@@ -157,10 +185,10 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
             grad = bool(call.fullmatch(value)) or value in held
             if pattern is keyword:
                 callee = _callee(data, match.start(1))
-                if not (callee[:1].isupper() and not callee.isupper()):  # a function's argument, not a field
-                    if grad and callee:
-                        # `self.router(x, grad_on=...)` may call a module: its forward
-                        params.update((f"{callee}.{name}", f"forward.{name}"))
+                last = callee.rsplit(".", 1)[-1]
+                if not (last[:1].isupper() and not last.isupper()):  # a function's argument, not a field
+                    if grad and _module_call(callee) and "_" in name.strip("_"):  # (a distinct token)
+                        params.add(f"forward.{name}")
                     continue
             if grad:
                 into.add(name)

@@ -144,6 +144,9 @@ class FileResult:
     #: the fields and keys the run had learned to carry grad mode when this result was
     #: decided (:mod:`gradgate.learned`): a run that learned others decides it again
     carriers: tuple[str, ...] = ()
+    #: what the file's bytes store grad mode in (:meth:`gradgate.learned.Learned.encoded`):
+    #: a warm run learns it from the cache, without reading the file
+    learned: tuple[str, ...] = ()
     #: what the run gave up on in this file (see :class:`Notice`)
     notices: tuple[Notice, ...] = ()
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .config import Config
 from .discovery import Discovered, discover
-from .learned import NOTHING, learn
+from .learned import NOTHING, Learned, learn
 from .prefilter import may_hold_findings
 from .records import record, replace
 from .results import FileResult, Finding, Notice
@@ -563,6 +563,8 @@ def _run(
     learned = NOTHING
     sources = config.sources.grad_source_names()
     analysed_hits: list[int] = []
+    #: what each file read stores grad mode in, for its cached result
+    stored: dict[int, tuple[str, ...]] = {}
 
     def admit(index: int, item: Discovered, source: SourceFile, spells: bool | None, carriers: tuple[str, ...]) -> None:
         """Decide a file the cache did not: the pre-filter (``spells``: whether the bytes
@@ -620,7 +622,10 @@ def _run(
         data = source.data
         spells = not options.prefilter or may_hold_findings(data, config)
         if spells:
-            learned |= learn(data, sources)
+            stores = learn(data, sources)
+            learned |= stores
+            if stores != NOTHING:
+                stored[index] = stores.encoded()
         if cache is not None and cache.confirms_content(abspath):
             hit = cache.get(abspath, content_key(data), item.path)
             if hit is not None:  # touched, not changed
@@ -629,11 +634,8 @@ def _run(
                 analysed_hits.append(index)
                 continue
         fresh.append((index, item, source, spells))
-    for index in analysed_hits:  # what the cached files store (they spell a source)
-        try:
-            learned |= learn(read_source(discovered[index].path).data, sources)
-        except SourceError:
-            continue
+    for index in analysed_hits:  # what the cached files store (recorded with their results)
+        learned |= Learned.decoded(results[index].learned)  # type: ignore[union-attr]
     fields, keys, params = learned.names()
     config = config.with_learned(fields, keys, params)
     carriers = (*fields, *(f"[{k}]" for k in keys), *(f"{p}=" for p in params))
@@ -662,7 +664,9 @@ def _run(
     try:
         next_out = 0
         for (index, _), result in zip(pending, computed):
-            results[index] = result = replace(result, carriers=carriers) if carriers else result
+            if carriers or index in stored:
+                result = replace(result, carriers=carriers, learned=stored.get(index, ()))
+            results[index] = result
             if cache is not None and index in recorded:
                 cache.put(*recorded.pop(index), now_ns, result)
             done += 1

@@ -338,10 +338,13 @@ def statements_arm(
     body: Iterable[ast.stmt],
     live: frozenset[str] | None = None,
     judged_elsewhere: Callable[[Effect], bool] | None = None,
+    inputs: frozenset[str] = frozenset(),
 ) -> Arm:
     """What ``body`` does; with ``live`` (the function's :func:`live_names`), an
     assignment of locals none of which is live is left out, and so are the effects
-    ``judged_elsewhere`` claims (communication, compared by what it reaches)."""
+    ``judged_elsewhere`` claims (communication, compared by what it reaches) and the
+    return of one of ``inputs`` (parameters the function never rebinds: ``if grad:
+    return x`` computes nothing, the other arm's work is what differs)."""
     body = list(body)
     out: list[Effect] = []
     raises = _block_effects(body, out)
@@ -349,7 +352,20 @@ def statements_arm(
         out = [e for e in out if _reaches(e, live)]
     if judged_elsewhere is not None:
         out = [e for e in out if not judged_elsewhere(e)]
+    if inputs:
+        out = [e for e in out if not (e.text.startswith("return ") and e.text[7:] in inputs)]
     return Arm(frozenset(out), raises, any(_saves(s) for s in body))
+
+
+def unchanged_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The parameters ``function`` never rebinds (what it hands back unchanged, if it
+    returns one of them)."""
+    arguments = function.args
+    names = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    rebound = {
+        n.id for n in _own_nodes(function) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
+    }
+    return frozenset(names - rebound)
 
 
 def _saves(statement: ast.stmt) -> bool:

@@ -32,6 +32,7 @@ from .arms import (
     live_names,
     statements_arm,
     test_names_of,
+    unchanged_parameters,
 )
 from .arms import summary as arms_summary
 from .bdd import FALSE, GRAD, TRUE, Manager
@@ -680,7 +681,8 @@ class Interpreter:
         test = self.eval(s.test, env)
         c = test.bdd
         if self._carries(c):
-            self._compare_arms(s, test, *_statement_arms(s, rest, self._live(), self._communicates))
+            inputs = unchanged_parameters(self.info.node) if self.info is not None else frozenset()
+            self._compare_arms(s, test, *_statement_arms(s, rest, self._live(), self._communicates, inputs))
         then_env, then_end, then_pc, then_origins = self._branch(c, test.origins, s.body, env)
         else_env, else_end, else_pc, else_origins = self._branch(self.bdd.negate(c), test.origins, s.orelse, env)
         return self._join(
@@ -2032,14 +2034,18 @@ _FORWARDED_ITEMS = 8
 
 
 def _statement_arms(
-    s: ast.If, rest: list[ast.stmt], live: frozenset[str] | None, judged_elsewhere: Callable[[Effect], bool]
+    s: ast.If,
+    rest: list[ast.stmt],
+    live: frozenset[str] | None,
+    judged_elsewhere: Callable[[Effect], bool],
+    inputs: frozenset[str],
 ) -> tuple[Arm, Arm]:
     """The arms of ``if``: where one arm ends the block (``return``) and the other does
     not, what follows the ``if`` is part of the other."""
-    then, other = (statements_arm(body, live, judged_elsewhere) for body in (s.body, s.orelse))
+    then, other = (statements_arm(body, live, judged_elsewhere, inputs) for body in (s.body, s.orelse))
     then_ends, other_ends = _ends(s.body), _ends(s.orelse)
     if then_ends != other_ends and rest:
-        after = statements_arm(rest, live, judged_elsewhere).effects
+        after = statements_arm(rest, live, judged_elsewhere, inputs).effects
         if then_ends:
             other = replace(other, effects=other.effects | after)
         else:
