@@ -88,9 +88,10 @@ NON_COMM_API_NAMES = re.compile(
     r"^(is_\w+|get_\w+|new_\w*group\w*|init_\w+|destroy_\w+|group|GroupMember|ReduceOp|Backend"
     r"|ProcessGroup\w*|Work|DeviceMesh|init_device_mesh|distributed_c10d)$"
 )
-#: Functions (last name) that never run in a forward pass, whatever they decide.
+#: Functions (last name) that never run in a forward pass, whatever they decide (a name
+#: of both passes, `forward_backward_step`, `send_forward_recv_backward`, runs forwards).
 DEFAULT_NON_FORWARD_FUNCTIONS: tuple[str, ...] = (
-    r"(^|_)(backward|bwd)(_|$)",
+    r"^(?!.*(?:^|_)(?:forward|fwd)(?:_|$)).*(^|_)(backward|bwd)(_|$)",
     r"^__(exit|aexit|del)__$",
     r"(^|_)exit$",
     r"^(step|zero_grad|state_dict|load_state_dict)$",

@@ -48,7 +48,7 @@ _BOOKKEEPING_NAME = re.compile(
 #: receivers whose methods are autograd's or the run's bookkeeping (`ctx.x`, `logger.info`)
 _BOOKKEEPING_RECEIVER = re.compile(r"(?i)^(ctx|logger|log|logging|warnings|_?log|tracker|profiler|nvtx|wandb)$")
 #: a call that is autograd's wrapper of a computation
-_AUTOGRAD_WRAPPER = re.compile(r"(?i)^apply$|(^|_)(checkpoint|recompute|autograd|differentiable|with_grad)")
+AUTOGRAD_WRAPPER = re.compile(r"(?i)^apply$|(^|_)(checkpoint|recompute|autograd|differentiable|with_grad)")
 #: a function or value named for a path that has no backward: taking it without grad
 #: is correct (the opposite polarity)
 NO_BACKWARD_PATH = re.compile(
@@ -68,6 +68,11 @@ _BACKWARD_TEST = re.compile(r"(?i)(^|_)(aux|bwd|backward|for_backward|wgrad|dgra
 #: saying a kernel is there, `FLASH_ATTN_CROSS_ENTROPY_LOSS_AVAILABLE`)
 _LOSS_TEST = re.compile(r"(^|_)loss(_|$)")
 _AUTOGRAD_MACHINERY = re.compile(r"(?i)(^|_)(checkpoint|recompute|backward|bwd|autograd|offload\w*)")
+#: a name an arm assigns that is an auxiliary loss (`l_aux`, `z_loss`, `balance_loss`):
+#: computed for the backward alone
+_AUXILIARY_LOSS = re.compile(
+    r"(?i)(^|_)(l_)?aux(_|$)|(^|_)(aux|z|lb|balance|load_balancing|router)_loss(es)?(_|$)|AuxLoss|aux_loss"
+)
 #: a name an arm assigns that is a transposed copy (`data_transpose`, `weight_t`): for the
 #: backward's GEMMs
 _TRANSPOSED = re.compile(r"(?i)(^|_)transposed?(_|$)|[a-z0-9]_t(_|$)")
@@ -247,6 +252,22 @@ def _value_effects(value: ast.expr) -> list[Effect]:
     return [_effect(value)]
 
 
+def _kept_on_object(target: ast.expr) -> bool:
+    """Is ``target`` an item of a container the object holds (``self.buffers[k][i]``)?"""
+    if not isinstance(target, ast.Subscript):
+        return False
+    root: ast.expr = target
+    while isinstance(root, (ast.Subscript, ast.Attribute)):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in ("self", "cls")
+
+
+def _data(value: ast.expr) -> bool:
+    """Is ``value`` data already computed (names, fields, items, containers of them):
+    nothing is computed by storing it?"""
+    return all(not isinstance(n, (ast.Call, ast.BinOp, ast.UnaryOp, ast.Lambda, ast.Await)) for n in ast.walk(value))
+
+
 def _state_call(call: ast.Call) -> bool:
     """A call made for what it does to state, with no data handed to it
     (``self._record_post_forward()``), or one that keeps a value for later
@@ -274,6 +295,8 @@ def _statement_effects(s: ast.stmt, out: list[Effect]) -> bool:
         value = s.value
         if value is None or flag_like(value) or all(bookkeeping_target(t) for t in targets):
             return False
+        if all(_kept_on_object(t) for t in targets) and _data(value):
+            return False  # `self.buffers["losses"][i] = self.loss`: a value kept, as by `append`
         if isinstance(value, ast.Call) and bookkeeping_call(value):
             return False
         out.append(_effect(s))
@@ -534,9 +557,12 @@ def explained(lost: frozenset[Effect], replacement: frozenset[Effect], test: fro
     if any(_BACKWARD_TEST.search(name) or _LOSS_TEST.search(name) for name in test):
         return True
     for effect in lost:
-        if any(_AUTOGRAD_WRAPPER.search(name) for name in effect.calls):
+        # autograd's wrapper called or chosen (`fn = all_to_all_single_autograd if grad else ...`)
+        if any(AUTOGRAD_WRAPPER.search(name) for name in (*effect.calls, *effect.names)):
             return True
         if any(_TRANSPOSED.search(name) for name in effect.assigns):
+            return True
+        if any(_AUXILIARY_LOSS.search(name) for name in (*effect.names, *effect.assigns)):
             return True
         if any(_BACKWARD_VALUE.search(name) and not _GRAD_MODE_NAME.search(name) for name in effect.names):
             return True

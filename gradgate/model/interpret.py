@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ..config import INVERTED_FLAG
 from ..records import field, record, replace
 from .arms import (
+    AUTOGRAD_WRAPPER,
     NO_BACKWARD_PATH,
     Arm,
     Effect,
@@ -63,8 +64,6 @@ _NOT_KERNELS = re.compile(
     r"^(print|debug|info|warning|warn|error|critical|exception|log|format|append|extend|insert|add|update|write)$"
 )
 _MODE_SWITCHES = {"train": True, "eval": False}
-#: a function named as autograd's wrapper of a computation
-_AUTOGRAD_PATH = re.compile(r"(?i)^apply$|autograd|differentiable|with_grad")
 #: a flag named so chooses the kernel computing the forward (names are the fallback
 #: where the flag's use is not visible, as for communication flags)
 _NUMERICS_FLAG = re.compile(r"(?i)(^|_)(use_)?(fused|fusion|grouped_mm|flash|fp8)(_|$)")
@@ -609,7 +608,7 @@ class Interpreter:
         without = [callee_label(v) for c, v in branches if self.bdd.grad_off(c) != FALSE]
         if not all(with_grad + without) or set(with_grad) == set(without):
             return
-        if any(NO_BACKWARD_PATH.search(n) for n in without) or any(_AUTOGRAD_PATH.search(n) for n in with_grad):
+        if any(NO_BACKWARD_PATH.search(n) for n in without) or any(AUTOGRAD_WRAPPER.search(n) for n in with_grad):
             return
         name = "/".join(dict.fromkeys(with_grad + without))
         self._record("callee", name, Value(callee.bdd, callee.origins), node, key=("callee", id(node)))
@@ -1780,6 +1779,8 @@ class Interpreter:
             comm = (gated or self.c.summarising) and any(self.c.project.communicates(c) for c in elsewhere)
         else:
             comm = self.index.is_comm_callee(func, self.aliases)
+        if comm and autograd_machinery(last_name(func)):
+            comm = False  # `checkpoint_wrapper(block)`: the same forward, recomputed for the backward
         if comm:
             name = (
                 resolved[0]
@@ -1793,6 +1794,8 @@ class Interpreter:
                 for keyword, value in _expanded(keywords):
                     if self.c.sources.is_carrier_name(keyword):
                         continue  # `grad_enabled=`: the callee takes it as grad mode, decides inside
+                    if self.index.config.backward_flag_re.search(keyword):
+                        continue  # `allreduce_dgrad=`: the backward's communication, not the forward's
                     kind = "selection" if _SELECTION_KEYWORDS.search(keyword) else "comm-option"
                     self._record(kind, keyword, value, node, key=(kind, keyword, id(node)))
         if qualify(dotted(func) or "", self.aliases) in _AUTOGRAD_SWITCHES:
@@ -1924,7 +1927,7 @@ class Interpreter:
         differentiable = (
             records_autograd(func, self.aliases)
             or (resolved is not None and self.index.autograd_records(resolved[0]))
-            or any(_AUTOGRAD_PATH.search(op) for op in ops)
+            or any(AUTOGRAD_WRAPPER.search(op) for op in ops)
         )
         seen_inside = (resolved is not None and resolved[0] in self.index.functions) or bool(elsewhere)
         effect = CommEffect(ops, None if seen_inside else frozenset(options), self.loops > 0, self.stream)

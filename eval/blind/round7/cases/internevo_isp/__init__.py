@@ -1,0 +1,2 @@
+from .communicator import ISPCommunicator
+from .hooks import register_isp_hooks

@@ -1,0 +1,2 @@
+from .transformer_block import TransformerBlock
+from .runtime import RuntimeFlags

@@ -1,0 +1,2 @@
+from .router import TopKRouter, RoutingResult
+from .dispatcher import MoEAlltoAllTokenDispatcher

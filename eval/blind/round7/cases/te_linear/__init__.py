@@ -1,0 +1,3 @@
+from .module import Linear
+
+__all__ = ["Linear"]
