@@ -115,7 +115,8 @@ def _value(data: bytes, start: int) -> bytes:
     brackets, a comment or the line's end."""
     depth = 0
     at = start
-    while at < len(data):
+    end = min(len(data), start + _CALL_REACH)
+    while at < end:
         byte = data[at : at + 1]
         if byte in (b"\n", b"#") and depth == 0:
             break
@@ -132,6 +133,8 @@ def _value(data: bytes, start: int) -> bytes:
 
 
 _RESTORED = re.compile(rb"set_grad_enabled\(\s*(?:[\w.]*\.)?(\w+)\s*\)")
+#: how far back a keyword's call is looked for (a call's arguments span a few lines)
+_CALL_REACH = 4096
 _CALLEE = re.compile(rb"([A-Za-z_][\w.]*)\s*$")
 
 
@@ -148,7 +151,8 @@ def _callee(data: bytes, at: int) -> str:
     when not a call's): a class (``CamelCase``: ``Meta(needs_backward=...)``) takes its
     fields so."""
     depth = 0
-    while at > 0:
+    stop = max(0, at - _CALL_REACH)
+    while at > stop:
         at -= 1
         byte = data[at : at + 1]
         if byte in b")]}":
@@ -184,10 +188,12 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
             value = _value(data, match.end())
             grad = bool(call.fullmatch(value)) or value in held
             if pattern is keyword:
+                if not grad:
+                    continue  # a keyword of another value says nothing of the field
                 callee = _callee(data, match.start(1))
                 last = callee.rsplit(".", 1)[-1]
                 if not (last[:1].isupper() and not last.isupper()):  # a function's argument, not a field
-                    if grad and _module_call(callee) and "_" in name.strip("_"):  # (a distinct token)
+                    if _module_call(callee) and "_" in name.strip("_"):  # (a distinct token)
                         params.add(f"forward.{name}")
                     continue
             if grad:

@@ -28,7 +28,16 @@ class ForwardNumericsChosenByGradMode(Rule):
       of saving, caching, hooks, graphs) are not the forward's numerics;
     - the function computing the forward chosen by grad mode (`fn = fused if grad else
       reference; fn(x)`), unless the path taken without grad is one that has no backward
-      (named for inference, decoding or a fast path: the opposite polarity).
+      (named for inference, decoding or a fast path: the opposite polarity);
+    - any arm of an `if` or a conditional expression that needs grad mode on to run and
+      does something in the forward the other arm does not (`if grad: logits =
+      logits.float()`, `if not grad: return spec` before the masking, `dtype = float32
+      if grad else x.dtype`). What an arm does is compared by its statements whose
+      values reach what the function returns; autograd's bookkeeping does not count
+      (saving for backward, `ctx`, hooks, `detach`, auxiliary losses, statistics kept on
+      the object, checkpoint wrappers, `Fn.apply` chosen over the same computation),
+      nor does a path refused while grad is on (`if fast and not grad:`, `if grad or
+      compiling: return reference(x)`: the opposite polarity).
 
     ## Why is this bad?
     Training mode decides the forward's numerics (dropout, batch-norm statistics); grad
@@ -69,6 +78,14 @@ class ForwardNumericsChosenByGradMode(Rule):
         Valid("out = kernel(x, training=self.training and not is_grad_enabled)\n"),
         Valid("if is_grad_enabled:\n    model.zero_grad()\n"),
         Valid("margin = self.fwd_margin if is_grad_enabled else self.inf_margin\n"),
+        Valid(
+            "import torch\ndef f(x, fast):\n    if fast and not torch.is_grad_enabled():\n"
+            "        return fast_kernel(x)\n    return reference(x)\n"
+        ),
+        Valid(
+            "import torch\ndef f(self, probs):\n    if torch.is_grad_enabled():\n"
+            "        me = probs.mean(0)\n        self.l_aux = (me * me).sum()\n    return probs\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -93,6 +110,13 @@ class ForwardNumericsChosenByGradMode(Rule):
         Invalid(
             "import torch\nif not torch.is_grad_enabled():\n    runner.eval()\n",
             line=2,
+            column=8,
+        ),
+        Invalid(
+            # trl's GRPO log-probs: upcast only with grad on, so the no_grad reference differs
+            "import torch\ndef logps(logits):\n    if torch.is_grad_enabled():\n"
+            "        logits = logits.float()\n    return logits.log_softmax(-1)\n",
+            line=3,
             column=8,
         ),
     ]

@@ -219,8 +219,9 @@ def _assigned(node: ast.AST) -> frozenset[str]:
     out: set[str] = set()
     for target in targets:
         elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
-        if not all(isinstance(e, (ast.Name, ast.Starred)) for e in elements):
+        if not isinstance(target, (ast.Tuple, ast.List)) and not isinstance(target, ast.Name):
             return frozenset()  # a field or item stored: it escapes
+        # (`out, self.handle = dispatch(x)`: the locals unpacked are what it assigns)
         out.update(e.id for e in elements if isinstance(e, ast.Name))
         out.update(e.value.id for e in elements if isinstance(e, ast.Starred) and isinstance(e.value, ast.Name))
     return frozenset(out)

@@ -319,9 +319,10 @@ class Interpreter:
         #: the stream forward work is issued on (``with torch.cuda.stream(s):``), or None
         self.stream: object = None
         #: the statements after the one being run, in its block (an ``if`` whose arm
-        #: returns has them as its other arm)
-        self._rest: list[ast.stmt] = []
+        #: returns has them as its other arm): the block, and where they start
+        self._rest: tuple[list[ast.stmt], int] = ([], 0)
         self._live_names: frozenset[str] | None = None
+        self._unchanged: frozenset[str] | None = None
 
     # -- entry ----------------------------------------------------------------------------
     def run(self) -> FunctionResult:
@@ -454,7 +455,7 @@ class Interpreter:
     def _block(self, body: list[ast.stmt], env: Environment) -> str | None:
         """Run ``body``; returns how it ended early (``return``, ``raise``, ``jump``) or None."""
         for at, statement in enumerate(body):
-            self._rest = body[at + 1 :]
+            self._rest = (body, at + 1)
             ended = self._statement(statement, env)
             if ended:
                 return ended
@@ -680,8 +681,9 @@ class Interpreter:
         test = self.eval(s.test, env)
         c = test.bdd
         if self._carries(c):
-            inputs = unchanged_parameters(self.info.node) if self.info is not None else frozenset()
-            self._compare_arms(s, test, *_statement_arms(s, rest, self._live(), self._communicates, inputs))
+            block, start = rest
+            arms = _statement_arms(s, block[start:], self._live(), self._communicates, self._inputs())
+            self._compare_arms(s, test, *arms)
         then_env, then_end, then_pc, then_origins = self._branch(c, test.origins, s.body, env)
         else_env, else_end, else_pc, else_origins = self._branch(self.bdd.negate(c), test.origins, s.orelse, env)
         return self._join(
@@ -723,6 +725,12 @@ class Interpreter:
         one? Communication is compared by what it does (:class:`CommEffect`), not here."""
         config = self.index.config
         return any(config.is_forward_comm_call(name) or self.index.comm_ops_named(name) for name in effect.calls)
+
+    def _inputs(self) -> frozenset[str]:
+        """The function's parameters it never rebinds (:func:`.arms.unchanged_parameters`), found once."""
+        if self._unchanged is None:
+            self._unchanged = unchanged_parameters(self.info.node) if self.info is not None else frozenset()
+        return self._unchanged
 
     def _live(self) -> frozenset[str] | None:
         """The function's live local names (:func:`.arms.live_names`), found once."""
@@ -889,7 +897,27 @@ class Interpreter:
                 guard = self.eval(case.guard, env)
                 condition = Value(self.bdd.conj(condition.bdd, guard.bdd), condition.origins | guard.origins)
             branches.append((condition.bdd, condition.origins, case.body))
+        self._compare_cases(s, branches)
         return self._chain(s, branches, env)
+
+    def _compare_cases(self, s: ast.Match, branches: list[tuple[int, frozenset[ast.AST], list[ast.stmt]]]) -> None:
+        """Each case of a ``match`` whose condition grad mode takes part in, compared with
+        what the other cases do (``match (self.async_finish, grad): case (True, True):``)."""
+        live, inputs = self._live(), self._inputs()
+        arms = [statements_arm(body, live, self._communicates, inputs) for _, _, body in branches]
+        earlier = FALSE
+        for at, (condition, origins, _body) in enumerate(branches):
+            taken = self.bdd.conj(condition, self.bdd.negate(earlier))
+            earlier = self.bdd.disj(earlier, condition)
+            if not self._carries(taken):
+                continue
+            others = [arm for i, arm in enumerate(arms) if i != at]
+            other = Arm(
+                frozenset().union(*(a.effects for a in others)),
+                any(a.raises for a in others),
+                any(a.saves for a in others),
+            )
+            self._compare_arms(s.cases[at], Value(taken, origins), arms[at], other)
 
     def _pattern(self, pattern: ast.pattern, subject: Value, key: tuple[object, ...]) -> Value:
         """When a case's pattern matches: a wildcard always, ``True``/``False`` where the
