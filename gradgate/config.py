@@ -51,6 +51,8 @@ DEFAULT_BACKWARD_FLAG_PATTERNS: tuple[str, ...] = (
     r"^ub_bulk",
     r"(^|_)bwd(_|$)",
     r"backward",
+    # the gradients' own communication (async_grad_allreduce, overlap_grad_reduce)
+    r"(^|_)grads?_(reduce|allreduce|all_reduce|sync|reduce_scatter|comm)",
 )
 
 

@@ -207,6 +207,8 @@ def _names(node: ast.AST) -> frozenset[str]:
             out.add(sub.id)
         elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
             out.add(sub.value)
+        elif isinstance(sub, ast.keyword) and sub.arg:  # `set_usage(columnwise=True)`
+            out.add(sub.arg)
     return frozenset(out)
 
 

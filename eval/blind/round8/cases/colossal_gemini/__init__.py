@@ -1,0 +1,4 @@
+from .ddp import GeminiDDP
+from .hook import GeminiZeROHook
+
+__all__ = ["GeminiDDP", "GeminiZeROHook"]

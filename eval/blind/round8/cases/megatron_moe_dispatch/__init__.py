@@ -1,0 +1,3 @@
+from .layer import MoELayer
+
+__all__ = ["MoELayer"]

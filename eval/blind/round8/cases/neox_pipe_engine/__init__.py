@@ -1,0 +1,3 @@
+from .engine import PipelineEngine, StepMeta
+
+__all__ = ["PipelineEngine", "StepMeta"]

@@ -1,0 +1,3 @@
+from .moe import MoEBase, MoEForwardState
+
+__all__ = ["MoEBase", "MoEForwardState"]

@@ -1,0 +1,4 @@
+from .context import TrainPipelineContext
+from .pipeline import SparseDistPipeline
+
+__all__ = ["TrainPipelineContext", "SparseDistPipeline"]
