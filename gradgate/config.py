@@ -97,6 +97,7 @@ DEFAULT_NON_FORWARD_FUNCTIONS: tuple[str, ...] = (
     r"^__(exit|aexit|del)__$",
     r"(^|_)exit$",
     r"^(step|zero_grad|state_dict|load_state_dict)$",
+    r"^__getitem__$|(^|_)collate(_|$)",  # data loading: it runs before the forward, not in it
 )
 
 

@@ -48,3 +48,76 @@ def test_a_safe_fix_does_not_drop_what_else_the_if_does(tmp_path: Path):
     assert (tmp_path / "disable.py").read_text() == sources["disable.py"]
     assert (tmp_path / "branches.py").read_text() == sources["branches.py"]
     assert (tmp_path / "plain.py").read_text() == "import torch\ndef f(use_async_comm):\n    return use_async_comm\n"
+
+
+# -- carriers a run learns (gradgate/learned.py) ---------------------------------------------
+def test_learn_finds_the_fields_keys_and_parameters_grad_mode_is_stored_in():
+    from gradgate.learned import learn
+
+    data = (
+        b"import torch\n"
+        b"def build(mb):\n"
+        b"    g = torch.is_grad_enabled()\n"
+        b"    meta = Meta(\n        needs_backward=torch.is_grad_enabled(),\n        length=mb.size(-1),\n    )\n"
+        b"    state.packing_is_train = g\n"
+        b"    mode = {'grad_on': g, 'autocast': torch.is_autocast_enabled()}\n"
+        b"    self.router(x, grad_on=g)\n"
+        b"    self.stats.reduce(x, background=g)\n"
+        b"    torch.topk(x, 2, sorted=torch.is_grad_enabled())\n"
+        b"    self.forward_only = not torch.is_grad_enabled()\n"
+        b"    self.prev = torch.is_grad_enabled()\n"
+        b"    self.saved_mode = torch.is_grad_enabled()\n"
+        b"    torch.set_grad_enabled(self.saved_mode)\n"
+    )
+    learned = learn(data, ["is_grad_enabled"])
+    # fields: a record's keyword and an attribute store; keys: a dict entry; parameters:
+    # a module object's call (`self.router(...)` runs its forward). Not learned: a
+    # method's keyword of another object, a library call's keyword, a negation, a
+    # one-word field, a field saved to set grad mode back
+    assert learned.names() == (("needs_backward", "packing_is_train"), ("grad_on",), ("forward.grad_on",))
+
+
+def test_a_field_also_stored_otherwise_is_not_learned():
+    from gradgate.learned import learn
+
+    data = b"import torch\nstate.is_train_step = torch.is_grad_enabled()\nother.is_train_step = compute()\n"
+    assert learn(data, ["is_grad_enabled"]).names() == ((), (), ())
+    default = b"import torch\nstate.is_train_step = False\nstate.is_train_step = torch.is_grad_enabled()\n"
+    assert learn(default, ["is_grad_enabled"]).names() == (("is_train_step",), (), ())  # a default is no other meaning
+
+
+LEARNED_PACKAGE = {
+    "pkg/__init__.py": "",
+    "pkg/meta.py": "import torch\n\n\ndef build_meta(mb):\n"
+    "    return MicroBatchMeta(needs_backward=torch.is_grad_enabled(), length=mb.size(-1))\n",
+    "pkg/fwd.py": "def forward_rmpad(model, cfg, meta, x):\n"
+    "    if cfg.use_fused_kernels and meta.needs_backward:\n"
+    "        out = model.fused_forward(x)\n"
+    "    else:\n"
+    "        out = model.forward(x)\n"
+    "    return out\n",
+    "pkg/mode.py": "import torch\n\n\ndef current_mode():\n    return {'grad_on': torch.is_grad_enabled()}\n",
+    "pkg/logits.py": "def project(hidden, weight, mode):\n"
+    "    out_dtype = torch.float32 if mode['grad_on'] else hidden.dtype\n"
+    "    return (hidden @ weight).to(out_dtype)\n",
+}
+
+
+def _findings(done: subprocess.CompletedProcess[str]) -> list[tuple[str, int, str]]:
+    return sorted((f["path"].removeprefix("./"), f["line"], f["rule"]) for f in json.loads(done.stdout))
+
+
+def test_a_field_and_a_key_stored_in_one_module_carry_grad_mode_into_another(tmp_path: Path):
+    for name, text in LEARNED_PACKAGE.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    expected = [("pkg/fwd.py", 2, "GG003"), ("pkg/logits.py", 2, "GG003")]
+    cold = _gradgate("check", "--no-cache", "--format", "json", ".", cwd=tmp_path)
+    assert (cold.returncode, _findings(cold)) == (1, expected)
+    # with the cache: the same findings cold and warm; a store that goes, goes with its findings
+    cache = str(tmp_path / ".cache")
+    assert _findings(_gradgate("check", "--cache-dir", cache, "--format", "json", ".", cwd=tmp_path)) == expected
+    assert _findings(_gradgate("check", "--cache-dir", cache, "--format", "json", ".", cwd=tmp_path)) == expected
+    (tmp_path / "pkg/meta.py").write_text(LEARNED_PACKAGE["pkg/meta.py"].replace("torch.is_grad_enabled()", "True"))
+    warm = _gradgate("check", "--cache-dir", cache, "--format", "json", ".", cwd=tmp_path)
+    assert _findings(warm) == [("pkg/logits.py", 2, "GG003")]

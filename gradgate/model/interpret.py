@@ -708,6 +708,12 @@ class Interpreter:
         if self.info is not None and autograd_machinery(self.info.node.name):
             return  # `selective_checkpoint_context_fn`: autograd's own choices
         test_names = test_names_of(node, test.origins)
+        if "training" in test_names:
+            # `if self.training and grad:` / `if self.training is False or not grad:`: the
+            # module's mode is asked too, and what that arm computes is a training
+            # approximation its author gates on both (the kernel modes of GG003 judge the
+            # training mode handed to a kernel)
+            return
         for side, arm, condition, replacement in (
             ("then", then, test.bdd, other),
             ("else", other, self.bdd.negate(test.bdd), then),
