@@ -106,6 +106,7 @@ def _patterns(sources: tuple[str, ...]) -> tuple[re.Pattern[bytes], ...]:
 
 
 _OPEN, _CLOSE = b"([{", b")]}"
+_BRACKETS = re.compile(rb"[()\[\]{}'\"]")
 #: a value that is a default, not another meaning (``self.is_train = True`` in ``__init__``)
 _CONSTANT = re.compile(rb"True|False|None|-?\d+(\.\d*)?|['\"][^'\"]*['\"]")
 
@@ -113,6 +114,10 @@ _CONSTANT = re.compile(rb"True|False|None|-?\d+(\.\d*)?|['\"][^'\"]*['\"]")
 def _value(data: bytes, start: int) -> bytes:
     """The expression starting at ``start``: up to a comma or closing bracket outside
     brackets, a comment or the line's end."""
+    line_end = data.find(b"\n", start)
+    line = data[start : line_end if line_end >= 0 else len(data)]
+    if not _BRACKETS.search(line):  # the common case: a plain value to the line's end
+        return line.split(b"#", 1)[0].split(b",", 1)[0].strip()
     depth = 0
     at = start
     end = min(len(data), start + _CALL_REACH)
@@ -174,6 +179,7 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
     if not names or not any(n.encode() in data for n in names):
         return NOTHING
     capture, call, attribute, setter, item, entry, keyword = _patterns(names)
+    encoded = [n.encode() for n in names]
     held = {m.group(1) for m in capture.finditer(data)}
 
     fields: set[str] = set()
@@ -185,7 +191,13 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
             name = match.group(1).decode()
             if name in _NOT_LEARNED or name.startswith("__"):
                 continue
-            value = _value(data, match.end())
+            start = match.end()
+            line_end = data.find(b"\n", start)
+            rest = data[start : line_end if line_end >= 0 else len(data)]
+            if any(n in rest for n in encoded) or any(rest.startswith(h) for h in held):
+                value = _value(data, start)  # a store of grad mode, maybe: its whole value
+            else:  # something else stored: its first token tells a default from another value
+                value = rest.split(b"#", 1)[0].strip().rstrip(b",)]}").strip()
             grad = bool(call.fullmatch(value)) or value in held
             if pattern is keyword:
                 if not grad:

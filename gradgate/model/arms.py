@@ -234,7 +234,10 @@ def _loads(node: ast.AST) -> frozenset[str]:
 
 
 def _effect(node: ast.AST) -> Effect:
-    normal = _Normal().visit(copy.deepcopy(node))
+    in_place = any(
+        isinstance(n, ast.AugAssign) or (isinstance(n, ast.Attribute) and n.attr.endswith("_")) for n in ast.walk(node)
+    )
+    normal = _Normal().visit(copy.deepcopy(node)) if in_place else node  # (a copy only where something changes)
     if (
         isinstance(normal, ast.Assign)
         and isinstance(normal.value, ast.Call)
@@ -435,9 +438,8 @@ def live_names(function: ast.AST) -> frozenset[str]:
     roots: set[str] = set()
     #: name sets of which one live name makes all live (a call's operands, an item store)
     together: list[set[str]] = []
-    returns_value = any(
-        isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) and n.value is not None for n in _own_nodes(function)
-    )
+    nodes = list(_own_nodes(function))  # walked once, asked four times
+    returns_value = any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) and n.value is not None for n in nodes)
 
     def loads(node: ast.AST) -> set[str]:
         return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
@@ -445,11 +447,11 @@ def live_names(function: ast.AST) -> frozenset[str]:
     # what a test asking autograd's question reads (`any(t.requires_grad for t in ts)`)
     asked = {
         id(sub)
-        for node in _own_nodes(function)
+        for node in nodes
         if isinstance(node, (ast.If, ast.While, ast.IfExp)) and any(_BACKWARD_TEST.search(n) for n in _names(node.test))
         for sub in ast.walk(node.test)
     }
-    for node in _own_nodes(function):
+    for node in nodes:
         if id(node) in asked:
             continue
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -494,7 +496,7 @@ def live_names(function: ast.AST) -> frozenset[str]:
                 roots.update(loads(node.context_expr))
     local = set(flows) | {
         n.id
-        for node in _own_nodes(function)
+        for node in nodes
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem))
         for target in [node.target if not isinstance(node, ast.withitem) else node.optional_vars]
         if target is not None
