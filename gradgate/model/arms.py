@@ -31,6 +31,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from ..records import record
+from .index import last_name
 
 #: calls that serve autograd, logging or profiling, not the forward's values
 _BOOKKEEPING_CALL = re.compile(
@@ -106,18 +107,7 @@ class Effect:
 
 
 def _calls(node: ast.AST) -> tuple[str, ...]:
-    names: list[str] = []
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call):
-            func = sub.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name:
-                names.append(name)
-    return tuple(names)
-
-
-def _last(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return tuple(name for sub in ast.walk(node) if isinstance(sub, ast.Call) and (name := last_name(sub.func)))
 
 
 def _receiver(func: ast.expr) -> str:
@@ -128,16 +118,14 @@ def _receiver(func: ast.expr) -> str:
 
 def bookkeeping_call(call: ast.Call) -> bool:
     func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    if _BOOKKEEPING_CALL.match(name):
+    if _BOOKKEEPING_CALL.match(last_name(func)):
         return True
     if isinstance(func, ast.Attribute):
         receiver = _receiver(func)
         if _BOOKKEEPING_RECEIVER.match(receiver):
             return True
         # `saved.append(t)`, `self._handles_for_backward.append(h)`
-        owner = func.value
-        owner_name = owner.attr if isinstance(owner, ast.Attribute) else owner.id if isinstance(owner, ast.Name) else ""
+        owner_name = last_name(func.value)
         if owner_name and _BOOKKEEPING_NAME.search(owner_name):
             return True
     return False
@@ -241,7 +229,7 @@ def _effect(node: ast.AST) -> Effect:
     if (
         isinstance(normal, ast.Assign)
         and isinstance(normal.value, ast.Call)
-        and _ALLOCATION.match(_last(normal.value.func))
+        and _ALLOCATION.match(last_name(normal.value.func))
     ):
         # where a buffer comes from (a pool, a new one) is not what the forward computes
         normal = ast.Assign(targets=normal.targets, value=ast.Name(id="<buffer>"), lineno=0)
@@ -399,7 +387,7 @@ def unchanged_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> fr
 
 def _saves(statement: ast.stmt) -> bool:
     for node in ast.walk(statement):
-        if isinstance(node, ast.Call) and _last(node.func) == "save_for_backward":
+        if isinstance(node, ast.Call) and last_name(node.func) == "save_for_backward":
             return True
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
             if _receiver(node) == "ctx":

@@ -680,10 +680,11 @@ class Interpreter:
         rest = self._rest
         test = self.eval(s.test, env)
         c = test.bdd
-        if self._carries(c):
+        asked = self._arms_asked(s, test) if self._carries(c) else None
+        if asked is not None:
             block, start = rest
             arms = _statement_arms(s, block[start:], self._live(), self._communicates, self._inputs())
-            self._compare_arms(s, test, *arms)
+            self._compare_arms(s, test, *arms, asked)
         then_env, then_end, then_pc, then_origins = self._branch(c, test.origins, s.body, env)
         else_env, else_end, else_pc, else_origins = self._branch(self.bdd.negate(c), test.origins, s.orelse, env)
         return self._join(
@@ -695,31 +696,37 @@ class Interpreter:
             (else_env, else_end, else_pc, else_origins),
         )
 
-    def _compare_arms(self, node: ast.AST, test: Value, then: Arm, other: Arm) -> None:
-        """A decision whose arms do different things in the forward (:mod:`.arms`). The
-        arm that needs grad mode on to run (``if flag and grad:``'s then arm, ``if not
-        grad:``'s and ``if sync or not grad:``'s else arm) is lost under no_grad: it is
-        recorded unless autograd explains the loss (:func:`.arms.explained`). Where no
-        arm needs grad mode (``if grad or compiling: return reference(x)``, ``if fast and
-        not grad:``), the path taken without grad is one refused while grad is on: the
-        opposite polarity, correct."""
-        if then.raises or other.raises:
-            return  # a guard
+    def _arms_asked(self, node: ast.AST, test: Value) -> frozenset[str] | None:
+        """The names of the test of a decision whose arms are to be compared, or None
+        where they are not (asked before the arms are summarised): in autograd's own
+        machinery, and where the test asks the module's training mode too."""
         if self.info is not None and autograd_machinery(self.info.node.name):
-            return  # `selective_checkpoint_context_fn`: autograd's own choices
+            return None  # `selective_checkpoint_context_fn`: autograd's own choices
         test_names = test_names_of(node, test.origins)
         if "training" in test_names:
             # `if self.training and grad:` / `if self.training is False or not grad:`: the
             # module's mode is asked too, and what that arm computes is a training
             # approximation its author gates on both (the kernel modes of GG003 judge the
             # training mode handed to a kernel)
-            return
-        for side, arm, condition, replacement in (
-            ("then", then, test.bdd, other),
-            ("else", other, self.bdd.negate(test.bdd), then),
+            return None
+        return test_names
+
+    def _compare_arms(self, node: ast.AST, test: Value, then: Arm, other: Arm, test_names: frozenset[str]) -> None:
+        """A decision whose arms do different things in the forward (:mod:`.arms`). The
+        arm that needs grad mode on to run (``if flag and grad:``'s then arm, ``if not
+        grad:``'s and ``if sync or not grad:``'s else arm) is lost under no_grad: it is
+        recorded unless autograd explains the loss (:func:`.arms.explained`). Where no
+        arm needs grad mode (``if grad or compiling: return reference(x)``, ``if fast and
+        not grad:``), the path taken without grad is one refused while grad is on: the
+        opposite polarity, correct. ``test_names``: :meth:`_arms_asked`'s."""
+        if then.raises or other.raises:
+            return  # a guard
+        view = self.bdd.as_grad(test.bdd)
+        for side, arm, condition, as_grad, replacement in (
+            ("then", then, test.bdd, view, other),
+            ("else", other, self.bdd.negate(test.bdd), self.bdd.negate(view), then),
         ):
-            view = self.bdd.as_grad(condition)
-            if self.bdd.restrict(view, GRAD, False) != FALSE or self.bdd.restrict(view, GRAD, True) == FALSE:
+            if self.bdd.restrict(as_grad, GRAD, False) != FALSE or self.bdd.restrict(as_grad, GRAD, True) == FALSE:
                 continue
             lost = arm.effects - replacement.effects
             if lost and not arm.saves and not explained(lost, replacement.effects - arm.effects, test_names):
@@ -909,21 +916,24 @@ class Interpreter:
     def _compare_cases(self, s: ast.Match, branches: list[tuple[int, frozenset[ast.AST], list[ast.stmt]]]) -> None:
         """Each case of a ``match`` whose condition grad mode takes part in, compared with
         what the other cases do (``match (self.async_finish, grad): case (True, True):``)."""
-        live, inputs = self._live(), self._inputs()
-        arms = [statements_arm(body, live, self._communicates, inputs) for _, _, body in branches]
+        arms: list[Arm] | None = None  # summarised once, for the first case asked
         earlier = FALSE
         for at, (condition, origins, _body) in enumerate(branches):
             taken = self.bdd.conj(condition, self.bdd.negate(earlier))
             earlier = self.bdd.disj(earlier, condition)
-            if not self._carries(taken):
+            asked = self._arms_asked(s.cases[at], Value(taken, origins)) if self._carries(taken) else None
+            if asked is None:
                 continue
+            if arms is None:
+                live, inputs = self._live(), self._inputs()
+                arms = [statements_arm(body, live, self._communicates, inputs) for _, _, body in branches]
             others = [arm for i, arm in enumerate(arms) if i != at]
             other = Arm(
                 frozenset().union(*(a.effects for a in others)),
                 any(a.raises for a in others),
                 any(a.saves for a in others),
             )
-            self._compare_arms(s.cases[at], Value(taken, origins), arms[at], other)
+            self._compare_arms(s.cases[at], Value(taken, origins), arms[at], other, asked)
 
     def _pattern(self, pattern: ast.pattern, subject: Value, key: tuple[object, ...]) -> Value:
         """When a case's pattern matches: a wildcard always, ``True``/``False`` where the
@@ -1354,9 +1364,10 @@ class Interpreter:
         finally:
             self.pc, self.pc_origins = saved
         if self._carries(test.bdd):
-            if not self._bookkeeping_value(node):
+            asked = None if self._bookkeeping_value(node) else self._arms_asked(node, test)
+            if asked is not None:
                 then, other = (expression_arm(arm, self._communicates) for arm in (node.body, node.orelse))
-                self._compare_arms(node, test, then, other)
+                self._compare_arms(node, test, then, other, asked)
             labels = (callee_label(body), callee_label(orelse))
             evals = [bool(_EVAL_WORD.search(n)) for n in labels]
             trains = [bool(_TRAIN_WORD.search(n)) and not e for n, e in zip(labels, evals)]
