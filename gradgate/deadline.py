@@ -5,9 +5,12 @@ process's main thread (the CLI's process and its forked workers); when it fires,
 :class:`FileTimeout` is raised in that work, and the file is reported as not analysed
 (a notice), the run going on with the next. The bound is :data:`DEFAULT_SECONDS`, or
 ``GRADGATE_FILE_TIMEOUT`` (seconds; ``0`` turns it off). Where no timer can be armed
-(another thread, a platform without ``setitimer``) the work runs unbounded in time; its
-size is bounded all the same (``engine.MAX_FILE_BYTES``, the BDD's node limit, the
-LibCST guard). ``docs/limits.md`` documents the bounds.
+(another thread, as the language server's checks run; a platform without
+``setitimer``) the bound is kept by polling instead: the model calls :func:`poll` where
+it starts a function or a decision and every few thousand diagram nodes, and the poll
+raises :class:`FileTimeout` once the thread's bound has passed; what runs between two
+polls (LibCST's parse of one file, bounded by ``engine.MAX_FILE_BYTES``) is not
+interrupted. ``docs/limits.md`` documents the bounds.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
+import threading
+import time
 from collections.abc import Iterator
 
 #: seconds one file may take (the slowest real file known takes 1.5 s; the worst
@@ -39,16 +43,39 @@ def file_seconds() -> float:
         return DEFAULT_SECONDS
 
 
+class _Bound(threading.local):
+    #: when this thread's bound passes (``time.monotonic()``); inf: no polled bound
+    expiry = float("inf")
+
+
+_BOUND = _Bound()
+
+
+def poll() -> None:
+    """Raise :class:`FileTimeout` if this thread's polled bound has passed."""
+    if time.monotonic() > _BOUND.expiry:
+        _BOUND.expiry = float("inf")  # raised once: the handler's own work is not cut short
+        raise FileTimeout()
+
+
 def _main_thread() -> bool:
-    threading = sys.modules.get("threading")
-    return threading is None or threading.current_thread() is threading.main_thread()
+    return threading.current_thread() is threading.main_thread()
 
 
 @contextlib.contextmanager
 def deadline(seconds: float) -> Iterator[None]:
-    """Raise :class:`FileTimeout` in the block once it has run ``seconds``."""
-    if seconds <= 0 or not hasattr(signal, "setitimer") or not _main_thread():
+    """Raise :class:`FileTimeout` in the block once it has run ``seconds``: by a timer in
+    the main thread, by :func:`poll` in any other."""
+    if seconds <= 0:
         yield
+        return
+    if not hasattr(signal, "setitimer") or not _main_thread():
+        outer = _BOUND.expiry
+        _BOUND.expiry = min(outer, time.monotonic() + seconds)
+        try:
+            yield
+        finally:
+            _BOUND.expiry = outer
         return
 
     def expired(_signum: int, _frame: object) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from .config import Config
 from .engine import lint_source
 from .results import FileResult, Finding
-from .runner import collector_paused
+from .runner import collector_paused, within_bound
 from .settings import Settings
 from .source import syntax_error
 from .suppression import file_ignored_bytes
@@ -37,19 +37,24 @@ def lint_document(
     """The result of ``data`` checked (and fixed, with ``fix``) as the file ``path``;
     with ``edits``, each fixable finding carries its text edit; ``parse`` makes the
     tree of its text; ``known``: the findings a fix leaves alone (a baseline's)
-    (:func:`gradgate.engine.lint_source`)."""
+    (:func:`gradgate.engine.lint_source`). The per-file time bound holds here too, in
+    whatever thread (:func:`gradgate.runner.within_bound`)."""
     if file_ignored_bytes(data):
         return FileResult(path, source=data, stage="ignored")
     with collector_paused():
-        result = lint_source(
+        result = within_bound(
             path,
             data,
-            file_config(path, settings),
-            fix=fix,
-            unsafe_fixes=unsafe_fixes,
-            edits=edits,
-            parse=parse,
-            known=known if fix else None,
+            lambda: lint_source(
+                path,
+                data,
+                file_config(path, settings),
+                fix=fix,
+                unsafe_fixes=unsafe_fixes,
+                edits=edits,
+                parse=parse,
+                known=known if fix else None,
+            ),
         )
     if result.stage == "prefilter":  # a document is a file named: parsed all the same
         reason = syntax_error(data)

@@ -180,17 +180,31 @@ def _job(
     )
 
 
+def within_bound(path: str, data: bytes, work: Callable[[], FileResult]) -> FileResult:
+    """``work``'s result for the file ``path``, or, where it runs past the per-file time
+    bound (:mod:`gradgate.deadline`), the file reported as not analysed (a notice)."""
+    from .deadline import FileTimeout, deadline, file_seconds
+
+    seconds = file_seconds()
+    try:
+        with deadline(seconds):
+            return work()
+    except FileTimeout:
+        _PROJECTS.clear()  # a summary may have been cut short: the next file starts afresh
+        what = f"file not analysed (past the per-file bound of {seconds:g} s)"
+        return FileResult(path, source=data, stage="ast", notices=(Notice(path, 0, what),))
+
+
 def _analyse(job: Job) -> FileResult:
     path, data, config, fix, prefilter, unsafe_fixes, edits, paths, also, analysed, root, known = job
     project = _project(config, paths)
     project.note_returns(name.decode() for name in also)
     project.expect(analysed)
-    from .deadline import FileTimeout, deadline, file_seconds
-
-    seconds = file_seconds()
-    try:
-        with collector_paused(), deadline(seconds):
-            result = lint_source(
+    with collector_paused():
+        result = within_bound(
+            path,
+            data,
+            lambda: lint_source(
                 path,
                 data,
                 config.for_file(path, root),  # its per-file-ignores: neither reported nor fixed
@@ -201,11 +215,8 @@ def _analyse(job: Job) -> FileResult:
                 project=project,
                 also=also,
                 known=known,
-            )
-    except FileTimeout:
-        _PROJECTS.clear()  # a summary may have been cut short: the next file starts afresh
-        what = f"file not analysed (past the per-file bound of {seconds:g} s)"
-        result = FileResult(path, source=data, stage="ast", notices=(Notice(path, 0, what),))
+            ),
+        )
     _collect_now_and_then(len(data))
     return _lean(result)
 

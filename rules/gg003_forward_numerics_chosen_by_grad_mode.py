@@ -121,7 +121,7 @@ class ForwardNumericsChosenByGradMode(Rule):
         ),
     ]
 
-    DECISIONS = frozenset({"mode", "mode-switch", "kernel-option", "kernel-flag", "callee", "branch"})
+    DECISIONS = frozenset({"mode", "mode-switch", "kernel-option", "kernel-switch", "kernel-flag", "callee", "branch"})
     FIXES = False
 
     @classmethod
@@ -135,7 +135,7 @@ class ForwardNumericsChosenByGradMode(Rule):
 
     @classmethod
     def describe(cls, decision: Decision, read: str) -> str:
-        if decision.kind == "kernel-option":
+        if decision.kind in ("kernel-option", "kernel-switch"):
             return (
                 f"argument `{decision.name}=` of a forward kernel is gated on grad mode (`{read}`): "
                 "under torch.no_grad() the forward computes differently"

@@ -209,6 +209,27 @@ def test_a_file_past_the_time_bound_is_reported_and_the_run_goes_on(tmp_path):
     assert result.stdout.decode().startswith("small.py:5:16: GG001 ")
 
 
+def test_a_document_checked_in_a_thread_keeps_the_time_bound(monkeypatch):
+    # the language server checks in threads, where no SIGALRM timer can be armed: the
+    # model polls the bound instead
+    import threading
+
+    from gradgate.document import lint_document
+    from gradgate.settings import Settings
+
+    monkeypatch.setenv("GRADGATE_FILE_TIMEOUT", "0.5")
+    body = "def f{i}(x, a, b):\n    if a and b and torch.is_grad_enabled():\n        dist.all_reduce(x)\n\n"
+    data = (HEAD + "".join(body.format(i=i) for i in range(9000))).encode()
+    results = []
+    worker = threading.Thread(target=lambda: results.append(lint_document("big.py", data, Settings(Config(), None, "."))))
+    worker.start()
+    worker.join(timeout=60)
+    assert not worker.is_alive()
+    (result,) = results
+    assert result.findings == ()
+    assert [n.message for n in result.notices] == ["file not analysed (past the per-file bound of 0.5 s)"]
+
+
 def test_a_file_past_the_size_bound_is_reported():
     from gradgate.engine import MAX_FILE_BYTES
 

@@ -50,6 +50,8 @@ _BOOKKEEPING_NAME = re.compile(
 _BOOKKEEPING_RECEIVER = re.compile(r"(?i)^(ctx|logger|log|logging|warnings|_?log|tracker|profiler|nvtx|wandb)$")
 #: a call that is autograd's wrapper of a computation
 AUTOGRAD_WRAPPER = re.compile(r"(?i)^apply$|(^|_)(checkpoint|recompute|autograd|differentiable|with_grad)")
+#: a name saying what it calls is not wrapped (`_forward_affine_no_autograd`)
+_NOT_WRAPPED = re.compile(r"(?i)(no|non|without)_?(autograd|differentiable|grad)")
 #: a function or value named for a path that has no backward: taking it without grad
 #: is correct (the opposite polarity)
 NO_BACKWARD_PATH = re.compile(
@@ -58,7 +60,7 @@ NO_BACKWARD_PATH = re.compile(
 )
 #: a value the backward uses or makes (`grad_weight`, `post_bwd_fn.apply`, `ctx`)
 _BACKWARD_VALUE = re.compile(
-    r"(?i)^apply$|(^|_)(ctx|grads?|bwd|backward|for_backward|saved|wgrad|dgrad|offload\w*|detach\w*)(_|$)"
+    r"(?i)(^|_)(ctx|grads?|bwd|backward|for_backward|saved|wgrad|dgrad|offload\w*|detach\w*)(_|$)"
     r"|(^|_)(checkpoint|recompute)"
     r"|[a-z0-9]_t(_|$)|transpose_fused|fp8_transpose|cast_transpose|columnwise"  # FP8 transposes for the backward GEMMs
 )
@@ -104,6 +106,13 @@ class Effect:
     #: them (a call for its result, a store into an item): None where it reaches it
     #: anyway (a return, a ``with``)
     through: frozenset[str] | None = None
+    #: a statement left out as the backward's bookkeeping (``self.aux_loss = f(p)``,
+    #: ``ctx.save_for_backward(x)``), kept only for what it reads (:attr:`Arm.kept`)
+    for_backward: bool = False
+
+
+def _kept(node: ast.AST) -> Effect:
+    return Effect("", (), _names(node), for_backward=True)
 
 
 def _calls(node: ast.AST) -> tuple[str, ...]:
@@ -242,7 +251,7 @@ def _effect(node: ast.AST) -> Effect:
 
 def _value_effects(value: ast.expr) -> list[Effect]:
     if isinstance(value, ast.Call) and bookkeeping_call(value):
-        return []
+        return [_kept(value)]
     return [_effect(value)]
 
 
@@ -287,11 +296,15 @@ def _statement_effects(s: ast.stmt, out: list[Effect]) -> bool:
     elif isinstance(s, (ast.Assign, ast.AnnAssign)):
         targets = s.targets if isinstance(s, ast.Assign) else [s.target]
         value = s.value
-        if value is None or flag_like(value) or all(bookkeeping_target(t) for t in targets):
+        if value is None or flag_like(value):
+            return False
+        if all(bookkeeping_target(t) for t in targets):
+            out.append(_kept(value))
             return False
         if all(_kept_on_object(t) for t in targets) and _data(value):
             return False  # `self.buffers["losses"][i] = self.loss`: a value kept, as by `append`
         if isinstance(value, ast.Call) and bookkeeping_call(value):
+            out.append(_kept(value))
             return False
         out.append(_effect(s))
     elif isinstance(s, ast.AugAssign):
@@ -304,7 +317,8 @@ def _statement_effects(s: ast.stmt, out: list[Effect]) -> bool:
                 isinstance(e, ast.Constant) and e.value is None for e in s.value.elts
             )
             out.extend(
-                Effect("return " + e.text, e.calls, e.names, returns_none_items=nones) for e in _value_effects(s.value)
+                e if e.for_backward else Effect("return " + e.text, e.calls, e.names, returns_none_items=nones)
+                for e in _value_effects(s.value)
             )
     elif isinstance(s, ast.Raise):
         return True
@@ -349,6 +363,8 @@ class Arm:
     effects: frozenset[Effect]
     raises: bool
     saves: bool = False
+    #: the names its bookkeeping for the backward reads (what feeds only that is autograd's)
+    kept: frozenset[str] = frozenset()
 
 
 def statements_arm(
@@ -365,13 +381,15 @@ def statements_arm(
     body = list(body)
     out: list[Effect] = []
     raises = _block_effects(body, out)
+    kept = frozenset().union(*(e.names for e in out if e.for_backward))
+    out = [e for e in out if not e.for_backward]
     if live is not None:
         out = [e for e in out if _reaches(e, live)]
     if judged_elsewhere is not None:
         out = [e for e in out if not judged_elsewhere(e)]
     if inputs:
         out = [e for e in out if not (e.text.startswith("return ") and e.text[7:] in inputs)]
-    return Arm(frozenset(out), raises, any(_saves(s) for s in body))
+    return Arm(frozenset(out), raises, any(_saves(s) for s in body), kept)
 
 
 def unchanged_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
@@ -540,26 +558,70 @@ def autograd_machinery(name: str) -> bool:
     return bool(_AUTOGRAD_MACHINERY.search(name))
 
 
-def explained(lost: frozenset[Effect], replacement: frozenset[Effect], test: frozenset[str] = frozenset()) -> bool:
+def explained(
+    lost: frozenset[Effect],
+    replacement: frozenset[Effect],
+    test: frozenset[str] = frozenset(),
+    kept: frozenset[str] = frozenset(),
+) -> bool:
     """Is losing ``lost`` (what an arm does that the other does not) for ``replacement``
-    under ``torch.no_grad()`` autograd's business: ``lost`` is autograd's wrapper of the
-    computation (``Fn.apply``, ``checkpoint``) or works on what the backward uses
-    (gradients, saved tensors, losses), the decision's ``test`` names such a value
-    (``if loss_coeff > 0:``), or ``replacement`` is a path with no backward (named for
-    inference, decoding, a cache or a fast path)?"""
+    under ``torch.no_grad()`` autograd's business? So it is where the decision's
+    ``test`` names a value only the backward needs (``if loss_coeff > 0:``), where
+    ``replacement`` is a path with no backward (named for inference, decoding, a cache
+    or a fast path), or where every effect lost is autograd's (:func:`_autograd_effect`)
+    or only feeds those that are, or the arm's bookkeeping for the backward (``kept``:
+    what it reads): one effect of another kind lost (the log-probs computed by another
+    kernel beside its ``inplace_backward=``) is the forward's."""
     if any(_BACKWARD_TEST.search(name) or _LOSS_TEST.search(name) for name in test):
         return True
-    for effect in lost:
-        # autograd's wrapper called or chosen (`fn = all_to_all_single_autograd if grad else ...`)
-        if any(AUTOGRAD_WRAPPER.search(name) for name in (*effect.calls, *effect.names)):
-            return True
-        if any(_TRANSPOSED.search(name) for name in effect.assigns):
-            return True
-        if any(_AUXILIARY_LOSS.search(name) for name in (*effect.names, *effect.assigns)):
-            return True
-        if any(_BACKWARD_VALUE.search(name) and not _GRAD_MODE_NAME.search(name) for name in effect.names):
-            return True
-    return any(NO_BACKWARD_PATH.search(effect.text) or effect.returns_none_items for effect in replacement)
+    if any(NO_BACKWARD_PATH.search(effect.text) or effect.returns_none_items for effect in replacement):
+        return True
+    # an autograd wrapper stands for the same computation without one, not for another
+    # wrapped computation (`P2PAttnFn.apply` for `AllGatherAttnFn.apply`)
+    wrapped_instead = any(_calls_wrapper(effect) for effect in replacement)
+    ours = {effect for effect in lost if _autograd_effect(effect, wrapped_instead)}
+    if not ours:
+        return False
+    # what a wrapper gives is the forward's value, the same as without it: what uses
+    # it is the forward's own (`return x`); what else is ours only feeds ours
+    wrapped = frozenset().union(*(e.assigns for e in ours if not wrapped_instead and _wrapper(e)))
+    rest = set(lost - ours)
+    while rest:
+        taken = set()
+        for effect in rest:
+            readers = {other for other in lost if other is not effect and effect.assigns & other.names}
+            if effect.names & wrapped or (effect.assigns & kept and readers <= ours) or (readers and readers <= ours):
+                taken.add(effect)
+        if not taken:
+            return False
+        ours |= taken
+        wrapped = wrapped.union(*(e.assigns for e in taken if e.names & wrapped))
+        rest -= taken
+    return True
+
+
+def _wrapper(effect: Effect) -> bool:
+    return any(AUTOGRAD_WRAPPER.search(name) for name in (*effect.calls, *effect.names))
+
+
+def _calls_wrapper(effect: Effect) -> bool:
+    """Does ``effect`` call an autograd wrapper (``Fn.apply``, ``checkpoint``; not
+    ``_forward_no_autograd``)?"""
+    return any(AUTOGRAD_WRAPPER.search(name) and not _NOT_WRAPPED.search(name) for name in effect.calls)
+
+
+def _autograd_effect(effect: Effect, wrapped_instead: bool) -> bool:
+    """Is ``effect`` autograd's: its wrapper called or chosen (``fn =
+    all_to_all_single_autograd if grad else ...``; ``wrapped_instead``: the other arm
+    wraps something too), a transposed copy, an auxiliary loss, or work on what the
+    backward uses (gradients, saved tensors)?"""
+    if not wrapped_instead and _wrapper(effect):
+        return True
+    if any(_TRANSPOSED.search(name) for name in effect.assigns):
+        return True
+    if any(_AUXILIARY_LOSS.search(name) for name in (*effect.names, *effect.assigns)):
+        return True
+    return any(_BACKWARD_VALUE.search(name) and not _GRAD_MODE_NAME.search(name) for name in effect.names)
 
 
 def summary(effects: frozenset[Effect]) -> str:

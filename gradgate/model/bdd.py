@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+from ..deadline import poll
+
 #: node ids of the two constants
 FALSE = 0
 TRUE = 1
@@ -52,6 +54,7 @@ class Manager:
 
     def start(self) -> None:
         """Give what is built next (a function, a decision) a budget of its own."""
+        poll()
         self._base = len(self._nodes)
 
     # -- building ------------------------------------------------------------------
@@ -142,6 +145,8 @@ class Manager:
             if len(self._nodes) - self._base >= self.budget or len(self._nodes) >= self.limit:
                 raise BudgetExceeded()
             node = len(self._nodes)
+            if not node & 0x3FFF:
+                poll()
             self._nodes.append(key)
             self._unique[key] = node
         return node

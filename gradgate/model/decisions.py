@@ -57,6 +57,9 @@ COMM_OPTION = register(DecisionKind("comm-option", False, "an option of a forwar
 SELECTION = register(DecisionKind("selection", True, "the process group of a forward collective", "performance"))
 MODE = register(DecisionKind("mode", False, "a kernel's training mode", "training"))
 KERNEL_OPTION = register(DecisionKind("kernel-option", False, "an argument of a forward kernel", "numerics"))
+KERNEL_SWITCH = register(
+    DecisionKind("kernel-switch", True, "a switch of a forward kernel spelled as a condition", "numerics")
+)
 KERNEL_FLAG = register(DecisionKind("kernel-flag", True, "a flag naming the forward's precision", "numerics"))
 CALLEE = register(DecisionKind("callee", True, "the function computing the forward", "numerics"))
 MODE_SWITCH = register(DecisionKind("mode-switch", True, "a module's train/eval switch", "training"))

@@ -86,6 +86,7 @@ _BOOKKEEPING_KEYWORDS = re.compile(
     r"grad|backward|bwd|save|keep|retain|cache|ctx|columnwise|rowwise|usage|reentrant|rng|track|graph|hook"
     r"|record|checkpoint|offload|free|release|debug|verbose|log|name|inference|differentiable"
     r"|deterministic"  # flash-attn's `deterministic=`: the backward's algorithm
+    r"|inplace|in_place|^out$|donate|overwrite"  # may a kernel overwrite its input: autograd forbids it with grad
     r"|init"  # how a model is initialised (`fp8_model_init(preserve_high_precision_init_val=)`)
 )
 #: context managers that issue the work inside on a stream (their argument)
@@ -729,7 +730,7 @@ class Interpreter:
             if self.bdd.restrict(as_grad, GRAD, False) != FALSE or self.bdd.restrict(as_grad, GRAD, True) == FALSE:
                 continue
             lost = arm.effects - replacement.effects
-            if lost and not arm.saves and not explained(lost, replacement.effects - arm.effects, test_names):
+            if lost and not arm.saves and not explained(lost, replacement.effects - arm.effects, test_names, arm.kept):
                 decided = Value(condition, test.origins)
                 self._record("branch", arms_summary(lost), decided, node, key=("branch", side, id(node)))
 
@@ -927,13 +928,14 @@ class Interpreter:
             if arms is None:
                 live, inputs = self._live(), self._inputs()
                 arms = [statements_arm(body, live, self._communicates, inputs) for _, _, body in branches]
-            others = [arm for i, arm in enumerate(arms) if i != at]
+            # the other cases that raise are guards (`case _: raise ValueError(...)`), not paths
+            others = [arm for i, arm in enumerate(arms) if i != at and not arm.raises]
             other = Arm(
                 frozenset().union(*(a.effects for a in others)),
-                any(a.raises for a in others),
+                not others,
                 any(a.saves for a in others),
             )
-            self._compare_arms(s.cases[at], Value(taken, origins), arms[at], other, asked)
+            self._compare_arms(s.cases[at].pattern, Value(taken, origins), arms[at], other, asked)
 
     def _pattern(self, pattern: ast.pattern, subject: Value, key: tuple[object, ...]) -> Value:
         """When a case's pattern matches: a wildcard always, ``True``/``False`` where the
@@ -942,6 +944,14 @@ class Interpreter:
         atom of its own otherwise."""
         if isinstance(pattern, ast.MatchAs) and pattern.pattern is None:
             return Value(TRUE)
+        if isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:  # `case (True, True) as both:`
+            return self._pattern(pattern.pattern, subject, key)
+        if isinstance(pattern, ast.MatchOr):  # `case ("p2p" | "a2a+p2p", True):`
+            bdd, origins = FALSE, frozenset[ast.AST]()
+            for position, alternative in enumerate(pattern.patterns):
+                matched = self._pattern(alternative, subject, (*key, "or", position))
+                bdd, origins = self.bdd.disj(bdd, matched.bdd), origins | matched.origins
+            return Value(bdd, origins)
         constant = (
             pattern.value
             if isinstance(pattern, ast.MatchSingleton)
@@ -1802,6 +1812,7 @@ class Interpreter:
         func = node.func
         resolved = self.index.resolve(func, self.owner, self.aliases)
         decided_inside = bool(elsewhere)
+        keyword_nodes = {k.arg: k.value for k in node.keywords if k.arg is not None}
         # whether the call runs matters only where its path is gated: there the calls
         # of a visible callee into other modules are followed too
         gated = self._carries(self.pc)
@@ -1862,8 +1873,10 @@ class Interpreter:
                 self._record("selection", keyword, value, node, key=("selection", keyword, id(node)))
             elif not seen and not comm and self._kernel_keyword(func, keyword):
                 # an argument of a kernel that no visible body takes apart (`torch.topk(...,
-                # sorted=grad)`): the forward computes differently
-                self._record("kernel-option", keyword, value, node, key=("kernel-option", keyword, id(node)))
+                # sorted=grad)`): the forward computes differently; a condition spelled
+                # there (`use_fast_accum=not backward_expected`) switches the kernel either way
+                kind = "kernel-switch" if _spelled_condition(keyword_nodes.get(keyword)) else "kernel-option"
+                self._record(kind, keyword, value, node, key=("kernel-option", keyword, id(node)))
         known = _MODE_POSITIONS.get(qualify(dotted(func) or "", self.aliases))
         if (
             known is not None
@@ -2156,6 +2169,17 @@ def _parameter_of(value: Value) -> str | None:
         name = str(ident[2])
         return name if name.isidentifier() else None
     return None
+
+
+def _spelled_condition(node: ast.expr | None) -> bool:
+    """Is ``node`` a condition spelled where it is passed (``not backward_expected``,
+    ``a and grad``, ``n > 0``, ``torch.is_grad_enabled()``), not a value computed
+    elsewhere (a tensor whose arms differ is judged by the arms)?"""
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.Not)
+    return isinstance(node, (ast.BoolOp, ast.Compare)) or (
+        isinstance(node, ast.Call) and not node.args and not node.keywords
+    )
 
 
 def _expanded(keywords: list[tuple[str | None, Value]]) -> list[tuple[str, Value]]:

@@ -1,0 +1,4 @@
+from .loss import ClipLoss
+from .operations import gather_features
+
+__all__ = ["ClipLoss", "gather_features"]

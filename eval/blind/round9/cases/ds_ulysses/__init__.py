@@ -1,0 +1,4 @@
+from .config import SequenceParallelConfig
+from .layer import DistributedAttention
+
+__all__ = ["DistributedAttention", "SequenceParallelConfig"]
