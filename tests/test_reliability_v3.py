@@ -221,7 +221,9 @@ def test_a_document_checked_in_a_thread_keeps_the_time_bound(monkeypatch):
     body = "def f{i}(x, a, b):\n    if a and b and torch.is_grad_enabled():\n        dist.all_reduce(x)\n\n"
     data = (HEAD + "".join(body.format(i=i) for i in range(9000))).encode()
     results = []
-    worker = threading.Thread(target=lambda: results.append(lint_document("big.py", data, Settings(Config(), None, "."))))
+    worker = threading.Thread(
+        target=lambda: results.append(lint_document("big.py", data, Settings(Config(), None, ".")))
+    )
     worker.start()
     worker.join(timeout=60)
     assert not worker.is_alive()
