@@ -590,7 +590,7 @@ def explained(
         taken = set()
         for effect in rest:
             readers = {other for other in lost if other is not effect and effect.assigns & other.names}
-            if effect.names & wrapped or (effect.assigns & kept and readers <= ours) or (readers and readers <= ours):
+            if effect.names & wrapped or ((readers or effect.assigns & kept) and readers <= ours):
                 taken.add(effect)
         if not taken:
             return False
