@@ -189,8 +189,8 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
     for pattern, into in ((attribute, fields), (setter, fields), (item, keys), (entry, keys), (keyword, fields)):
         for match in pattern.finditer(data):
             name = match.group(1).decode()
-            if name in _NOT_LEARNED or name.startswith("__"):
-                continue
+            if (into is fields and name in _NOT_LEARNED) or name.startswith("__"):
+                continue  # a quoted key is no attribute of torch's (`flags["grad"]` is not `p.grad`)
             start = match.end()
             line_end = data.find(b"\n", start)
             rest = data[start : line_end if line_end >= 0 else len(data)]

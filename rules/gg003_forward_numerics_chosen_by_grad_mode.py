@@ -121,7 +121,9 @@ class ForwardNumericsChosenByGradMode(Rule):
         ),
     ]
 
-    DECISIONS = frozenset({"mode", "mode-switch", "kernel-option", "kernel-switch", "kernel-flag", "callee", "branch"})
+    DECISIONS = frozenset(
+        {"mode", "mode-switch", "kernel-option", "kernel-switch", "kernel-flag", "callee", "branch", "choice"}
+    )
     FIXES = False
 
     @classmethod
@@ -144,6 +146,11 @@ class ForwardNumericsChosenByGradMode(Rule):
             return (
                 f"`{decision.name}`, which chooses the forward's precision, is chosen by grad mode "
                 f"(`{read}`): under torch.no_grad() the forward computes differently"
+            )
+        if decision.kind == "choice":
+            return (
+                f"the constant handed as `{decision.name}` to a forward call is chosen by grad mode (`{read}`): "
+                "under torch.no_grad() the forward runs with another option"
             )
         if decision.kind == "callee":
             return (

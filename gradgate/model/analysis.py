@@ -20,7 +20,7 @@ from ..config import Config
 from ..records import record, replace
 from .bdd import FALSE, BudgetExceeded, Manager
 from .index import FunctionInfo, ModuleIndex, fed_training_parameters, mentions_training
-from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, interpret, pure_grad_values
+from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, choice_of, interpret, pure_grad_values
 from .lines import LineIndex, holds_line_within, split_lines
 from .project import Callee, Project, module_name, reference
 from .summary import part_of
@@ -274,6 +274,9 @@ class ModuleAnalysis:
         if len(result.returns) > _MAX_RETURNS_JOINED:
             return None
         try:
+            chosen = choice_of(result.returns, result.return_conditions, bdd)
+            if chosen is not None:
+                return chosen
             for value, condition in zip(result.returns, result.return_conditions):
                 if value.items is not None or value.fields is not None or value.function is not None:
                     return None

@@ -61,6 +61,7 @@ KERNEL_SWITCH = register(
     DecisionKind("kernel-switch", True, "a switch of a forward kernel spelled as a condition", "numerics")
 )
 KERNEL_FLAG = register(DecisionKind("kernel-flag", True, "a flag naming the forward's precision", "numerics"))
+CHOICE = register(DecisionKind("choice", True, "a constant handed to a forward call", "numerics"))
 CALLEE = register(DecisionKind("callee", True, "the function computing the forward", "numerics"))
 MODE_SWITCH = register(DecisionKind("mode-switch", True, "a module's train/eval switch", "training"))
 MODE_SELECTOR = register(DecisionKind("mode-selector", True, "a selector by train/eval mode", "training"))

@@ -247,6 +247,7 @@ class ModuleIndex:
         self._lines = lines
         self._collect(tree.body, prefix="", owner=None)
         self._calls: dict[str, tuple[list[ast.Call], list[ast.Name | ast.Attribute]]] = {}
+        self._function_attributes: dict[tuple[str, str], str | None] = {}
         self._read: dict[str, frozenset[str]] = {}
         self._referenced: dict[str, set[str]] = {}
         self._mark_backward()
@@ -536,7 +537,8 @@ class ModuleIndex:
         if isinstance(base, ast.Name) and base.id in ("self", "cls") and owner is not None:
             method = self.method(owner, func.attr)
             if method is None:
-                return None
+                stored = self.function_attribute(owner, func.attr)
+                return (stored, 0) if stored else None
             info = self.functions[method]
             return method, 0 if info.static else 1
         if isinstance(base, ast.Name) and base.id in self.classes:
@@ -547,6 +549,46 @@ class ModuleIndex:
             method = self.method(base.id, func.attr)
             return (method, 0) if method else None
         return None
+
+    def function_attribute(self, klass: str, attr: str, depth: int = 0) -> str | None:
+        """The module function that ``self.attr`` holds in ``klass`` (or a base of it in
+        the module): the one function every store of it in ``__init__`` puts there
+        (``self.attn_func = _fast_attn_ref``); else None."""
+        info = self.classes.get(klass)
+        if info is None or depth > 8:
+            return None
+        key = (klass, attr)
+        if key not in self._function_attributes:
+            init = info.methods.get("__init__")
+            stored: set[str | None] = set()
+            for node in ast.walk(self.functions[init].node) if init else ():
+                if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    if any(_is_self_attribute(t, attr) for t in targets):
+                        value = node.value
+                        named = isinstance(value, ast.Name) and value.id in self.functions
+                        stored.add(value.id if named and self.functions[value.id].owner is None else None)  # type: ignore[union-attr]
+            found = next(iter(stored)) if len(stored) == 1 else None
+            if not stored:
+                found = next((f for b in info.bases if (f := self.function_attribute(b, attr, depth + 1))), None)
+            self._function_attributes[key] = found
+        return self._function_attributes[key]
+
+    def reads_self_attribute(self, klass: str, attr: str, besides: str) -> bool:
+        """Does a method of ``klass`` other than ``besides`` load ``self.attr``?"""
+        info = self.classes.get(klass)
+        for method in info.methods.values() if info else ():
+            if method == besides or method not in self.functions:
+                continue
+            if any(
+                isinstance(n, ast.Attribute)
+                and n.attr == attr
+                and isinstance(n.value, ast.Name)
+                and n.value.id == "self"
+                for n in self._own(method)[1]
+            ):
+                return True
+        return False
 
     def method(self, klass: str, name: str, depth: int = 0) -> str | None:
         info = self.classes.get(klass)
@@ -635,6 +677,22 @@ class ModuleIndex:
                 last = qualname.rsplit(".", 1)[-1]
                 by_name[last] = by_name.get(last, False) or bool(self.comm_ops(qualname))
         return by_name.get(name, False)
+
+    def comm_constants(self, qualname: str) -> frozenset[tuple[str, object]]:
+        """The constant options the collectives a function calls itself are given
+        (``async_op=True`` of ``dist.reduce_scatter_tensor(..., async_op=True)``): what
+        tells its communication from a plain call of the same collective."""
+        info = self.functions.get(qualname)
+        if info is None:
+            return frozenset()
+        aliases = self.aliases_of(info)
+        return frozenset(
+            (k.arg, repr(k.value.value))
+            for call in self.calls_of(qualname)
+            if self.is_comm_callee(call.func, aliases)
+            for k in call.keywords
+            if k.arg is not None and isinstance(k.value, ast.Constant)
+        )
 
     def comm_ops(
         self, qualname: str, depth: int = 0, outside: Callable[[ast.Call, FunctionInfo], bool] | None = None
@@ -771,3 +829,12 @@ def _bound_at_top(tree: ast.Module) -> set[str]:
             for target in targets:
                 names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
     return names
+
+
+def _is_self_attribute(target: ast.expr, attr: str) -> bool:
+    return (
+        isinstance(target, ast.Attribute)
+        and target.attr == attr
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    )

@@ -324,6 +324,10 @@ class Interpreter:
         self._rest: tuple[list[ast.stmt], int] = ([], 0)
         self._live_names: frozenset[str] | None = None
         self._unchanged: frozenset[str] | None = None
+        #: the lambdas made here, with the environment they close over: a call of one
+        #: runs its body (``pick = lambda: fast if grad else plain; pick()(x)``)
+        self._lambdas: dict[int, tuple[ast.Lambda, Environment]] = {}
+        self._lambda_depth = 0
 
     # -- entry ----------------------------------------------------------------------------
     def run(self) -> FunctionResult:
@@ -570,7 +574,11 @@ class Interpreter:
         """A flag set whose name says it chooses the forward's kernel or precision
         (`use_fused_kernels`, `autocast_dtype`) or training-only behaviour (`drop_and_pad`):
         names are the fallback, as for communication flags."""
-        if _BOOKKEEPING_KEYWORDS.search(name) or value.function is not None or value.alternatives:
+        if (
+            _BOOKKEEPING_KEYWORDS.search(name)
+            or value.function is not None
+            or any(v.function is not None for _, v in value.alternatives or ())
+        ):
             return  # a function chosen (`fused = fast if ok else plain`): judged where it is called
         if _PRECISION_FLAG.search(name):
             self._record("kernel-flag", name, value, s, key=("flag-store", name, id(s)))
@@ -815,6 +823,8 @@ class Interpreter:
     def _join_values(self, c: int, c_origins: frozenset[ast.AST], a: Value, b: Value) -> Value:
         if a == b:
             return a
+        if c in (TRUE, FALSE):  # one path only (`case _:` last): its value, as it came
+            return (a if c == TRUE else b).with_origins(c_origins)
         bdd = self.bdd.ite(c, a.bdd, b.bdd)
         origins = a.origins | b.origins
         if a.bdd != b.bdd or a.ident != b.ident:
@@ -826,7 +836,7 @@ class Interpreter:
         if (
             (a.function != b.function and (a.function or b.function))
             or (a.items != b.items and (a.items is not None or b.items is not None))
-            or (a.ident != b.ident and _callable_ident(a.ident) and _callable_ident(b.ident))
+            or (a.ident != b.ident and _chosen(a) and _chosen(b))
         ):
             branches = (*self._alternatives(a, c), *self._alternatives(b, self.bdd.negate(c)))
             alternatives = branches if len(branches) <= _MAX_ALTERNATIVES else None
@@ -962,6 +972,13 @@ class Interpreter:
         if isinstance(constant, bool) or (constant is None and isinstance(pattern, ast.MatchSingleton)):
             bdd = subject.bdd if constant else self.bdd.negate(subject.bdd)
             return Value(bdd, subject.origins)
+        if isinstance(pattern, (ast.MatchValue, ast.MatchSingleton)) and subject.alternatives is not None:
+            # `case "ring":`, `case Mode.GATHER:` of a value grad mode chose
+            compared = self.eval(pattern.value, Environment()) if isinstance(pattern, ast.MatchValue) else None
+            value = compared if compared is not None else Value(FALSE, ident=("const", repr(constant)))
+            chosen = self._compare_chosen(ast.Eq(), subject, value, None, key)
+            if chosen is not None:
+                return chosen
         if (
             isinstance(pattern, ast.MatchSequence)
             and subject.items is not None
@@ -1017,10 +1034,22 @@ class Interpreter:
                 self.result.attribute_stores.append((target.attr, value, klass))
                 if klass is not None:
                     self.result.self_stores.append((target.attr, value, s))
-                if self.c.is_flag(target.attr):
+                captured = (
+                    klass is not None
+                    and self.bdd.is_pure_grad(value.bdd)
+                    and self.index.reads_self_attribute(klass, target.attr, self.qualname)
+                )
+                if captured:
+                    pass  # `self.prefetch_enabled = torch.is_grad_enabled()`, read by a method: its reads decide
+                elif self.c.is_flag(target.attr):
                     self._record("flag", target.attr, value, s, key=("flag-store", target.attr, id(s)))
                 else:
                     self._numerics_flag(target.attr, value, s)
+                chosen = self._choice(value)
+                if chosen is not None and base is not None and base.split(".", 1)[0] in self.aliases:
+                    # `_cp_options.rotate_method = Method.ALL_GATHER if grad else ...`: an
+                    # option of an imported library, set for the forward it runs
+                    self._record("choice", f"{base}.{target.attr}", chosen, s, key=("choice-store", id(s)))
         elif isinstance(target, ast.Subscript):
             self.eval(target.value, env)
             index = target.slice
@@ -1225,6 +1254,9 @@ class Interpreter:
             if method and not self.index.functions[method].is_property:
                 skip = 0 if self.index.functions[method].static else 1
                 return Value(TRUE, ident=("function", method), function=FunctionRef(method, skip=skip))
+            held = self.index.function_attribute(self.owner, attr) if method is None else None
+            if held is not None:  # `self.attn_func = _attn_ref` in `__init__`
+                return Value(TRUE, ident=("function", held), function=FunctionRef(held))
         carried = self.c.sources.carrier_polarity(attr)
         if carried is not None and stored is None and not self._backward_context():
             # `state_ctx.grad_enabled` of an object nothing in the module stores it on: the
@@ -1345,6 +1377,10 @@ class Interpreter:
             if isinstance(op, (ast.Eq, ast.Is, ast.NotEq, ast.IsNot)):
                 positive = isinstance(op, (ast.Eq, ast.Is)) == constant
                 return Value(left.bdd if positive else self.bdd.negate(left.bdd), origins)
+        if len(rights) == 1:
+            chosen = self._compare_chosen(node.ops[0], left, rights[0], node.comparators[0], ("compare", id(node)))
+            if chosen is not None:
+                return chosen.with_origins(origins)
         key = (
             "compare",
             tuple(type(o).__name__ for o in node.ops),
@@ -1361,6 +1397,46 @@ class Interpreter:
             if isinstance(op, (ast.Eq, ast.Is, ast.LtE)):
                 return Value(self.bdd.disj(self.bdd.negate(left.bdd), compared.bdd), origins)
         return compared
+
+    def _compare_chosen(
+        self, op: ast.cmpop, left: Value, right: Value, right_node: ast.expr | None, key: tuple[object, ...]
+    ) -> Value | None:
+        """``mode == "ring"``, ``mode is Mode.GATHER``, ``mode in ("a", "b")`` of a value a
+        branch chose among constants (``mode = "ring" if grad else "tree"``): true under
+        the conditions of the alternatives equal to it, so that what grad mode chose is
+        a condition where it is compared. None: neither side was chosen so."""
+        if not isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+            return None
+        if isinstance(op, (ast.In, ast.NotIn)):
+            if (
+                left.alternatives is None
+                or right.items is None
+                or not isinstance(right_node, (ast.Tuple, ast.List, ast.Set))
+            ):
+                return None
+            candidates = list(right.items)
+        elif left.alternatives is None and right.alternatives is None:
+            return None
+        else:
+            candidates = [right]
+        if left.alternatives is None:
+            left, candidates = right, [left]
+        assert left.alternatives is not None
+        bdd = FALSE
+        for position, (condition, chosen) in enumerate(left.alternatives):
+            for candidate in candidates:
+                pairs = candidate.alternatives or ((TRUE, candidate),)
+                for other_position, (other_condition, other) in enumerate(pairs):
+                    same = same_value(chosen.ident, other.ident)
+                    equal = (
+                        (TRUE if same else FALSE)
+                        if same is not None
+                        else self.bdd.atom((*key, position, id(candidate), other_position))
+                    )
+                    bdd = self.bdd.disj(bdd, self.bdd.conj(self.bdd.conj(condition, other_condition), equal))
+        positive = isinstance(op, (ast.Eq, ast.Is, ast.In))
+        origins = left.origins.union(*(c.origins for c in candidates))
+        return Value(bdd if positive else self.bdd.negate(bdd), origins)
 
     def _e_IfExp(self, node: ast.IfExp, env: Environment) -> Value:
         test = self.eval(node.test, env)
@@ -1441,7 +1517,37 @@ class Interpreter:
             polarity = self.c.sources.polarity(qualify(dotted(body.func) or "", self.aliases))
             if polarity is not None:  # `lambda: torch.is_grad_enabled()`: the function itself
                 return grad_function(polarity)
+        self._lambdas[id(node)] = (node, env)
         return self._opaque(("lambda", id(node)))
+
+    def _call_lambda(self, callee: Value, args: list[Value], keywords: list[tuple[str | None, Value]]) -> Value | None:
+        """What calling a lambda made in this function gives: its body, run with its
+        parameters bound to the arguments (None: not such a lambda, or one whose
+        arguments cannot be bound simply)."""
+        ident = callee.ident
+        if not (isinstance(ident, tuple) and len(ident) == 2 and ident[0] == "lambda"):
+            return None
+        found = self._lambdas.get(ident[1])
+        if found is None or self._lambda_depth > 4:
+            return None
+        node, closed = found
+        parameters = node.args
+        if parameters.vararg or parameters.kwarg or parameters.posonlyargs or parameters.kwonlyargs:
+            return None
+        names = [a.arg for a in parameters.args]
+        if len(args) > len(names):
+            return None
+        inner = closed.copy()
+        for name, value in zip(names, args):
+            inner.set(name, value)
+        for name in names[len(args) :]:
+            given = next((v for k, v in keywords if k == name), None)
+            inner.set(name, given if given is not None else self._opaque(("lambda-param", id(node), name)))
+        self._lambda_depth += 1
+        try:
+            return self.eval(node.body, inner)
+        finally:
+            self._lambda_depth -= 1
 
     def _e_ListComp(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp, env: Environment) -> Value:
         """A comprehension as the loop it is: its filters a path condition over the
@@ -1503,6 +1609,9 @@ class Interpreter:
         args = [self.eval(a, env) for a in node.args]
         keywords = [(k.arg, self.eval(k.value, env)) for k in node.keywords]
         origins = frozenset().union(*(v.origins for v in args), *(v.origins for _, v in keywords))
+        ran = self._call_lambda(callee, args, keywords)
+        if ran is not None:
+            return ran
         grad = self._grad_source(node, callee, args)
         if grad is not None:
             return grad
@@ -1922,6 +2031,16 @@ class Interpreter:
                 self._record(
                     "kernel-option", f"argument {position + 1}", value, node, key=("kernel-arg", position, id(node))
                 )
+        if not _NOT_KERNELS.match(last) and not bookkeeping_call(node):
+            named: list[tuple[str, Value, str | None]] = [(f"argument {p + 1}", v, None) for p, v in enumerate(args)]
+            named += [(k, v, k) for k, v in _expanded(keywords)]
+            for label, passed, option in named:
+                chosen = self._choice(passed)
+                if chosen is None or (option is not None and _BOOKKEEPING_KEYWORDS.search(option)):
+                    continue
+                if option is not None and resolved is not None and not self._used_by_callee(option, resolved, []):
+                    continue  # a body we see that never reads it
+                self._record("choice", label, chosen, node, key=("choice", label, id(node)))
         if _TRAINING_ONLY.search(last) and self._carries(self.pc):
             # `if self.noisy_func is not None and grad: x = self.noisy_func(x)`: the training
             # numerics in effect only with grad on
@@ -1934,6 +2053,25 @@ class Interpreter:
                 self.bdd.conj(runs, mode) if on else runs, self.pc_origins | (args[0].origins if args else frozenset())
             )
             self._record("mode-switch", f".{func.attr}()", value, node, key=("mode-switch", id(node)))
+
+    def _choice(self, value: Value) -> Value | None:
+        """Which of several constants grad mode chose (``algo = "two_level"`` under one
+        case, ``"flat"`` under another; ``Mode.GATHER if grad else Mode.REDUCE``), as a
+        decision: the condition of the first. None: not a choice among constants, or
+        not one grad mode takes part in."""
+        branches = value.alternatives
+        if not branches or not all(_constant_ident(v.ident) or _member_ident(v.ident) for _, v in branches):
+            return None
+        first = branches[0][1].ident
+        if all(v.ident == first for _, v in branches):
+            return None
+        indicator = FALSE
+        for condition, chosen in branches:
+            if chosen.ident == first:
+                indicator = self.bdd.disj(indicator, condition)
+        if not self.bdd.depends_on_grad(indicator):
+            return None
+        return Value(indicator, value.origins)
 
     def _cover_unknown_options(self) -> None:
         """An effect whose options are a called function's own (``Fn.apply(x)``) is the
@@ -1988,7 +2126,12 @@ class Interpreter:
             or any(AUTOGRAD_WRAPPER.search(op) for op in ops)
         )
         seen_inside = (resolved is not None and resolved[0] in self.index.functions) or bool(elsewhere)
-        effect = CommEffect(ops, None if seen_inside else frozenset(options), self.loops > 0, self.stream)
+        # a function we see calls its collectives with options of its own: those it
+        # spells as constants tell it from another call (`async_op=True`); with none, it
+        # stands for any call of the same collectives
+        inside = self.index.comm_constants(resolved[0]) if resolved is not None and seen_inside else frozenset()
+        known = frozenset(options) if not seen_inside else (inside or None)
+        effect = CommEffect(ops, known, self.loops > 0, self.stream)
         if differentiable:
             self._differentiable.add(effect)
         return effect
@@ -2145,6 +2288,72 @@ def _spelled_source(func: ast.expr) -> str:
 def _callable_ident(ident: object) -> bool:
     """Does ``ident`` name what may be a function (a global, an attribute, a function)?"""
     return isinstance(ident, tuple) and bool(ident) and ident[0] in ("global", "attr", "function")
+
+
+def _constant_ident(ident: object) -> bool:
+    """Does ``ident`` name one value of a kind other than a boolean (``"ring"``, ``4``,
+    ``None``), whose joins are remembered to be compared later?"""
+    return isinstance(ident, tuple) and len(ident) == 2 and ident[0] == "const" and ident[1] not in ("True", "False")
+
+
+def _member_ident(ident: object) -> bool:
+    """Does ``ident`` name a constant of a class or module (``Mode.ALL_GATHER``,
+    ``dist.ReduceOp.SUM``): an attribute spelled in capitals?"""
+    return (
+        isinstance(ident, tuple)
+        and len(ident) == 3
+        and ident[0] == "attr"
+        and isinstance(ident[2], str)
+        and ident[2].isupper()
+    )
+
+
+def _chosen(value: Value) -> bool:
+    """Is ``value`` one of several a branch may choose, told apart by what it is (a
+    function, an attribute such as an enum member, a constant), not by its truth?"""
+    return value.alternatives is not None or _callable_ident(value.ident) or _constant_ident(value.ident)
+
+
+def choice_of(values: Iterable[Value], conditions: Iterable[int], bdd: Manager) -> Value | None:
+    """The value a function returns where its returns are constants chosen by grad mode
+    (``return Mode.GATHER`` on one path, ``return Mode.REDUCE`` on another): each under
+    its path's condition, as a join gives them (:attr:`Value.alternatives`). None: the
+    returns are not all such constants, or grad mode does not choose among them."""
+    branches: list[tuple[int, Value]] = []
+    origins: frozenset[ast.AST] = frozenset()
+    for value, condition in zip(values, conditions):
+        origins |= value.origins
+        if value.alternatives is not None:
+            branches += [(bdd.conj(condition, c), v) for c, v in value.alternatives]
+        elif _constant_ident(value.ident) or _member_ident(value.ident):
+            branches.append((condition, value))
+        else:
+            return None
+    if len({v.ident for _, v in branches}) < 2 or len(branches) > _MAX_ALTERNATIVES:
+        return None
+    if not any(bdd.depends_on_grad(c) for c, _ in branches):
+        return None
+    origins = origins.union(*(v.origins for _, v in branches))
+    truth = FALSE
+    for condition, value in branches:
+        truth = bdd.disj(truth, bdd.conj(condition, value.bdd))
+    return Value(truth, origins, alternatives=tuple(branches))
+
+
+def same_value(a: object, b: object) -> bool | None:
+    """Are the values named by idents ``a`` and ``b`` the same: True, False, or None
+    where that is not known (two members of one class by name, two constants by value;
+    an attribute and a constant may be equal)."""
+    if not (_constant_ident(a) or _callable_ident(a)) or not (_constant_ident(b) or _callable_ident(b)):
+        return None
+    if a == b:
+        return True
+    assert isinstance(a, tuple) and isinstance(b, tuple)
+    if a[0] == b[0] == "const":
+        return False
+    if a[0] == b[0] == "attr" and a[1] == b[1]:
+        return False  # `Mode.GATHER` and `Mode.REDUCE`
+    return None
 
 
 def callee_label(value: Value) -> str:
