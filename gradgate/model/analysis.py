@@ -94,6 +94,8 @@ class ModuleAnalysis:
             if info.backward and query and "<locals>" not in qualname and self.module.mentions_grad(info):
                 if self.project.summary(self.module, qualname).returns_grad is not None:
                     returning.add(qualname)
+        # and the module's names bound to a source (`grad_mode = torch.is_grad_enabled`)
+        returning |= {name for klass, name in self.context.bound_sources if klass is None}
         self.exports = tuple(sorted({q.rsplit(".", 1)[-1] for q in returning}))
         self.project.note_returns(self.exports)
         self.dependencies = frozenset(os.path.abspath(p) for p in touched - {self.module.path})

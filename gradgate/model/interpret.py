@@ -119,6 +119,8 @@ _GRAD_MODE_SETTERS = {"no_grad": FALSE, "enable_grad": TRUE, "inference_mode": F
 _MAX_ALTERNATIVES = 4
 #: sequences longer than this are not followed item by item
 _MAX_ITEMS = 256
+#: a comprehension over a sequence literal of at most this many items is run item by item
+_SPREAD_ITEMS = 16
 _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -577,7 +579,7 @@ class Interpreter:
         if (
             _BOOKKEEPING_KEYWORDS.search(name)
             or value.function is not None
-            or any(v.function is not None for _, v in value.alternatives or ())
+            or any(v.function is not None and not v.function.external for _, v in value.alternatives or ())
         ):
             return  # a function chosen (`fused = fast if ok else plain`): judged where it is called
         if _PRECISION_FLAG.search(name):
@@ -1109,6 +1111,10 @@ class Interpreter:
             and not self.bdd.params_in(value.bdd)
         ):
             return
+        if kind_of(kind).intent == "numerics" and self.bdd.asks_recording(value.bdd):
+            # `concat = ... and not (grad and x.requires_grad)`: a kernel with no backward
+            # kept off what autograd records is autograd's business, not the forward's
+            return
         self.result.decisions.append(Decision(kind, name, value.bdd, value.origins, node, self.qualname, key))
 
     # -- expressions ---------------------------------------------------------------------------
@@ -1303,6 +1309,9 @@ class Interpreter:
         return any(b not in self.index.classes or self._inherits_elsewhere(b, depth + 1) for b in info.bases)
 
     def _e_Subscript(self, node: ast.Subscript, env: Environment) -> Value:
+        dispatched = self._dispatch_by_truth(node, env)
+        if dispatched is not None:
+            return dispatched
         base = self.eval(node.value, env)
         key = node.slice
         self.eval(key, env)
@@ -1333,6 +1342,30 @@ class Interpreter:
             if made is not None:  # `self.coordinators[key]`, stored from a constructor
                 return replace(item, made_by=made)
         return item
+
+    def _dispatch_by_truth(self, node: ast.Subscript, env: Environment) -> Value | None:
+        """``{True: torch.float32, False: x.dtype}[grad]`` and ``(plain, fused)[grad]``: a
+        value picked by a condition, as a conditional expression would pick it. None:
+        not a literal of two entries keyed by truth."""
+        table = node.value
+        if isinstance(table, ast.Dict) and len(table.keys) == 2:
+            keys = [k.value if isinstance(k, ast.Constant) else None for k in table.keys]
+            if sorted(map(repr, keys)) != ["False", "True"]:
+                return None
+            when_true, when_false = (table.values[keys.index(True)], table.values[keys.index(False)])
+        elif (
+            isinstance(table, ast.Tuple)
+            and len(table.elts) == 2
+            and not any(isinstance(e, ast.Starred) for e in table.elts)
+        ):
+            when_false, when_true = table.elts
+        else:
+            return None
+        test = self.eval(node.slice, env)
+        if not self._carries(test.bdd):
+            return None
+        chosen_true, chosen_false = self.eval(when_true, env), self.eval(when_false, env)
+        return self._join_values(test.bdd, test.origins, chosen_true, chosen_false)
 
     def _e_BoolOp(self, node: ast.BoolOp, env: Environment) -> Value:
         values = [self.eval(v, env) for v in node.values]
@@ -1565,6 +1598,9 @@ class Interpreter:
         self, generators: list[ast.comprehension], elements: tuple[ast.expr, ...], env: Environment
     ) -> Value:
         inner = env.copy()
+        spread = self._comprehension_items(generators, elements, inner)
+        if spread is not None:
+            return spread
         saved = self.pc, self.pc_origins
         condition, origins = TRUE, frozenset[ast.AST]()
         self.loops += 1
@@ -1590,6 +1626,28 @@ class Interpreter:
             origins | frozenset().union(*(v.origins for v in values)),
             ident=("comprehension", id(elements[0])),
         )
+
+    def _comprehension_items(
+        self, generators: list[ast.comprehension], elements: tuple[ast.expr, ...], env: Environment
+    ) -> Value | None:
+        """A comprehension over a sequence of known items with no filter (``flag for flag
+        in (torch.is_grad_enabled(), self.upcast)``): its element for each item, as the
+        items of a sequence (what ``all()`` and ``any()`` combine). None: another kind."""
+        if len(generators) != 1 or len(elements) != 1:
+            return None
+        generator = generators[0]
+        if generator.ifs or generator.is_async or not isinstance(generator.iter, (ast.Tuple, ast.List)):
+            return None
+        iterable = self.eval(generator.iter, env)
+        if iterable.items is None or len(iterable.items) > _SPREAD_ITEMS:
+            return None
+        values = []
+        for item in iterable.items:
+            inner = env.copy()
+            self._bind(generator.target, item, inner, self.statement or ast.Pass())
+            values.append(self.eval(elements[0], inner))
+        origins = frozenset().union(*(v.origins for v in values))
+        return Value(TRUE if values else FALSE, origins, items=tuple(values))
 
     def _e_Starred(self, node: ast.Starred, env: Environment) -> Value:
         return self.eval(node.value, env)
@@ -1884,7 +1942,12 @@ class Interpreter:
             for value in args[1:]:
                 bdd = combine(bdd, value.bdd)
             return Value(bdd, origins)
-        if name in ("any", "all") and len(node.args) == 1 and isinstance(node.args[0], ast.GeneratorExp):
+        if (
+            name in ("any", "all")
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.GeneratorExp)
+            and args[0].items is None
+        ):
             return replace(args[0], ident=None)  # one representative element, under the filters
         if name in ("any", "all") and len(args) == 1 and args[0].items is not None:
             combine = self.bdd.conj if name == "all" else self.bdd.disj

@@ -491,6 +491,8 @@ class Project:
         finally:
             self._grad_only -= 1
         found = None
+        if callee is None and ref.receiver is None:
+            found = self._bound_source(ref.qualname)
         if callee is not None:
             self._returned_of.setdefault(callee.module.name, set()).add(key)
             info = callee.module.index.functions[callee.qualname]
@@ -499,6 +501,24 @@ class Project:
                 found = (polarity, callee) if polarity is not None else None
         self._returned[key] = found
         return found
+
+    def _bound_source(self, qualified: str) -> tuple[int, Callee] | None:
+        """``(polarity, where)`` when ``qualified`` names a module-level binding of a
+        grad-mode source in another module (``grad_mode = torch.is_grad_enabled``): a
+        call of it reads grad mode."""
+        module_name, _, name = qualified.rpartition(".")
+        module = self.load(module_name) if module_name else None
+        if module is None:
+            return None
+        for statement in module.index.tree.body:
+            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+                continue
+            target, value = statement.targets[0], statement.value
+            if isinstance(target, ast.Name) and target.id == name:
+                spelled = dotted(value)
+                polarity = self.config.sources.polarity(qualify(spelled, module.index.aliases)) if spelled else None
+                return (polarity, Callee(module, name, 0)) if polarity is not None else None
+        return None
 
     def communicates(self, callee: Callee) -> bool:
         """Does the function a call runs communicate in the forward? Its body says, as
