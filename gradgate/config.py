@@ -71,6 +71,7 @@ DEFAULT_COMM_CALL_PATTERNS: tuple[str, ...] = (
     r"(^|_)prefetch(_|$)",
     r"(^|_)sync_(module_)?(buffers|params)",
     r"^(i?send|i?recv|batch_isend_irecv)$",
+    r"async_comm(unication)?",  # nanotron's `_ColumnLinearAsyncCommunication`
 )
 #: ... unless it also matches one of these (backward communication)
 DEFAULT_BACKWARD_CALL_PATTERNS: tuple[str, ...] = (

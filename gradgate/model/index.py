@@ -613,6 +613,8 @@ class ModuleIndex:
             if any(qualified == api or qualified.startswith(api + ".") for api in self.config.all_comm_apis):
                 return not NON_COMM_API_NAMES.match(qualified.rsplit(".", 1)[-1])
         last = last_name(func)
+        if last == "apply" and isinstance(func, ast.Attribute):  # `_AllGatherAttn.apply`: by its class's name
+            last = snake_case(last_name(func.value))
         return bool(last) and self.config.is_forward_comm_call(last)
 
     def aliases_of(self, info: FunctionInfo) -> dict[str, str]:
@@ -775,7 +777,15 @@ def op_name(func: ast.AST) -> str:
     while isinstance(func, ast.Call) and len(func.args) == 1 and not func.keywords:
         func = func.args[0]
     last = last_name(func) or "call"
+    if last == "apply" and isinstance(func, ast.Attribute) and last_name(func.value):
+        last = snake_case(last_name(func.value))  # `_AllReduce.apply` is an all_reduce
     return last.lstrip("_") or last
+
+
+def snake_case(name: str) -> str:
+    """``_AllGatherAttn`` as ``_all_gather_attn``: a class named for what it does, spelled
+    as the functions that do it are."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 def _stage_step(info: FunctionInfo) -> bool:

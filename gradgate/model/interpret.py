@@ -66,7 +66,7 @@ _NOT_KERNELS = re.compile(
 _MODE_SWITCHES = {"train": True, "eval": False}
 #: a flag named so chooses the kernel computing the forward (names are the fallback
 #: where the flag's use is not visible, as for communication flags)
-_NUMERICS_FLAG = re.compile(r"(?i)(^|_)(use_)?(fused|fusion|grouped_mm|flash|fp8)(_|$)")
+_NUMERICS_FLAG = re.compile(r"(?i)(^|_)(use_)?(fused?|fusion|grouped_mm|flash|fp8)(_|$)")
 #: ... or the precision it computes in (a dtype chosen by a ternary counts any way)
 _PRECISION_FLAG = re.compile(r"(?i)(^|_)(fp32|fp16|bf16|full_precision|precision|dtype|upcast)(_|$)")
 #: a flag named so chooses training-only behaviour (token dropping, capacity, noise)
@@ -75,6 +75,10 @@ _TRAINING_FLAG = re.compile(r"(?i)(^|_)(drop(_and_pad|_tokens?|_tks)?|capacity(_
 #: run only with grad mode on, grad mode stands in for training mode
 _TRAINING_ONLY = re.compile(
     r"(?i)noise|noisy|jitter|dropout|drop_path|stochastic|^rand(n|int|_like|n_like)?$|uniform|bernoulli"
+)
+#: names of a training-only regulariser's probability or draw (`drop_prob`, `layerdrop`)
+_REGULARISER_NAME = re.compile(
+    r"(?i)(^|_)(drop_?(prob|probability|path|rate|p)|layer_?drop|dropout\w*|jitter\w*|noise\w*|stochastic\w*)(_|$)"
 )
 #: names of a value's train and eval counterparts (`capacity_factor_train`, `eval_capacity_factor`)
 _TRAIN_WORD = re.compile(r"(?i)(^|_)train(ing)?(_|$)")
@@ -743,6 +747,11 @@ class Interpreter:
             if lost and not arm.saves and not explained(lost, replacement.effects - arm.effects, test_names, arm.kept):
                 decided = Value(condition, test.origins)
                 self._record("branch", arms_summary(lost), decided, node, key=("branch", side, id(node)))
+            elif not lost and replacement.effects and (regulariser := _regulariser(test_names)):
+                # `if grad and dropout_probability < self.layerdrop: continue`: a layer
+                # dropped at random, only with grad on (grad mode stands in for training)
+                decided = Value(condition, test.origins)
+                self._record("mode", regulariser, decided, node, key=("mode-skip", side, id(node)))
 
     def _communicates(self, effect: Effect) -> bool:
         """Does ``effect`` call a collective, or a function of the module that reaches
@@ -2495,3 +2504,8 @@ __all__ = [
     "interpret",
     "pure_grad_values",
 ]
+
+
+def _regulariser(names: frozenset[str]) -> str | None:
+    """The first of ``names`` that names a training-only regulariser, else None."""
+    return next((n for n in sorted(names) if _REGULARISER_NAME.search(n)), None)
