@@ -1926,7 +1926,9 @@ class Interpreter:
         spelled = (
             node.args[1]
             if name == "getattr" and len(node.args) in (2, 3)
-            else (node.args[0] if isinstance(func, ast.Attribute) and func.attr == "get" and node.args else None)
+            else (
+                node.args[0] if isinstance(func, ast.Attribute) and func.attr in ("get", "pop") and node.args else None
+            )
         )
         if isinstance(spelled, ast.Constant) and isinstance(spelled.value, str):
             sources = self.c.sources
@@ -1964,12 +1966,19 @@ class Interpreter:
             for value in args[0].items:
                 bdd = combine(bdd, value.bdd)
             return Value(bdd, frozenset().union(*(v.origins for v in args[0].items)))
-        if isinstance(func, ast.Attribute) and func.attr == "get" and node.args:
+        if isinstance(func, ast.Attribute) and func.attr in ("get", "pop") and node.args:
             key = node.args[0]
             if receiver is not None and isinstance(key, ast.Constant) and isinstance(key.value, str):
                 found = receiver.field(key.value)
                 if found is not None:
                     return self._read(found, node)
+            if receiver is not None and len(args) == 2 and not node.keywords and self._carries(args[1].bdd):
+                # `kwargs.pop("is_train", torch.is_grad_enabled())`: the entry where the
+                # mapping has it, the default where not
+                where = receiver.ident if receiver.ident is not None else ("v", receiver.bdd)
+                has = self.bdd.atom(("has-key", where, ast.dump(key)))
+                entry = self._opaque(("entry", where, ast.dump(key)))
+                return Value(self.bdd.ite(has, entry.bdd, args[1].bdd), args[1].origins | receiver.origins)
         qualified = qualify(dotted(func) or "", self.aliases)
         if qualified in ("functools.partial", "partial") and args and args[0].function is not None:
             ref = args[0].function
