@@ -114,11 +114,32 @@ class ModuleAnalysis:
                 out.append(info)
         return out
 
+    def _grad_lambdas(self, words: set[str]) -> set[str]:
+        """Names the module or a class body binds to a lambda spelling one of ``words``
+        (``router_dtype = lambda: torch.float32 if torch.is_grad_enabled() else None``):
+        a function calling one reads grad mode."""
+        bodies = [self.index.tree.body, *(c.node.body for c in self.index.classes.values())]
+        return {
+            target.id
+            for body in bodies
+            for statement in body
+            if isinstance(statement, ast.Assign)
+            and isinstance(statement.value, ast.Lambda)
+            and any(
+                (n.id if isinstance(n, ast.Name) else n.attr) in words
+                for n in ast.walk(statement.value.body)
+                if isinstance(n, (ast.Name, ast.Attribute))
+            )
+            for target in statement.targets
+            if isinstance(target, ast.Name)
+        }
+
     def _run(self) -> None:
         config = self.config
         sources = config.sources
         words = set(sources.words()) | self.project.grad_returning_names()
         words |= {name for name, target in self.index.aliases.items() if sources.polarity(target) is not None}
+        words |= self._grad_lambdas(words)
         #: the summaries after each batch of interpretations, and which of them each
         #: result was computed with
         states = [self._context_state()]

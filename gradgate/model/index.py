@@ -248,6 +248,7 @@ class ModuleIndex:
         self._collect(tree.body, prefix="", owner=None)
         self._calls: dict[str, tuple[list[ast.Call], list[ast.Name | ast.Attribute]]] = {}
         self._function_attributes: dict[tuple[str, str], str | None] = {}
+        self._lambdas: dict[tuple[str, str], ast.Lambda | None] = {}
         self._read: dict[str, frozenset[str]] = {}
         self._referenced: dict[str, set[str]] = {}
         self._mark_backward()
@@ -573,6 +574,21 @@ class ModuleIndex:
                 found = next((f for b in info.bases if (f := self.function_attribute(b, attr, depth + 1))), None)
             self._function_attributes[key] = found
         return self._function_attributes[key]
+
+    def bound_lambda(self, klass: str | None, name: str) -> ast.Lambda | None:
+        """The lambda the module's top level (``klass`` None) or a class body binds
+        ``name`` to (``router_softmax_dtype = lambda: ...``), where that is its one
+        binding there; else None."""
+        key = (klass or "", name)
+        if key not in self._lambdas:
+            body = self.tree.body if klass is None else (self.classes[klass].node.body if klass in self.classes else [])
+            bound = [
+                s.value
+                for s in body
+                if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+            ]
+            self._lambdas[key] = bound[0] if len(bound) == 1 and isinstance(bound[0], ast.Lambda) else None
+        return self._lambdas[key]
 
     def reads_self_attribute(self, klass: str, attr: str, besides: str) -> bool:
         """Does a method of ``klass`` other than ``besides`` load ``self.attr``?"""

@@ -1264,6 +1264,9 @@ class Interpreter:
             method = self.index.method(base.function.qualname, attr)
             if method:
                 return Value(TRUE, ident=("function", method), function=FunctionRef(method))
+            bound = self._bound_lambda(base.function.qualname, attr)
+            if bound is not None:  # `MoeLayer.router_softmax_dtype = lambda: ...` in the class body
+                return bound
         if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") and self.owner:
             method = self.index.method(self.owner, attr)
             if method and not self.index.functions[method].is_property:
@@ -1272,6 +1275,9 @@ class Interpreter:
             held = self.index.function_attribute(self.owner, attr) if method is None else None
             if held is not None:  # `self.attn_func = _attn_ref` in `__init__`
                 return Value(TRUE, ident=("function", held), function=FunctionRef(held))
+            bound = self._bound_lambda(self.owner, attr) if method is None else None
+            if bound is not None:
+                return bound
         carried = self.c.sources.carrier_polarity(attr)
         if carried is not None and stored is None and not self._backward_context():
             # `state_ctx.grad_enabled` of an object nothing in the module stores it on: the
@@ -1560,6 +1566,15 @@ class Interpreter:
             if polarity is not None:  # `lambda: torch.is_grad_enabled()`: the function itself
                 return grad_function(polarity)
         self._lambdas[id(node)] = (node, env)
+        return self._opaque(("lambda", id(node)))
+
+    def _bound_lambda(self, klass: str | None, name: str) -> Value | None:
+        """A lambda a class body (or the module, ``klass`` None) binds ``name`` to, as a
+        value to call (it sees the module's names, not the caller's)."""
+        node = self.index.bound_lambda(klass, name)
+        if node is None:
+            return None
+        self._lambdas[id(node)] = (node, Environment())
         return self._opaque(("lambda", id(node)))
 
     def _call_lambda(self, callee: Value, args: list[Value], keywords: list[tuple[str | None, Value]]) -> Value | None:
