@@ -260,6 +260,16 @@ class ModuleAnalysis:
             decided = self._returned_decision(result)
             if decided is not None:
                 returns[qualname] = decided
+                continue
+            functions = {v.function for v in result.returns}
+            if (
+                len(functions) == 1
+                and None not in functions
+                and any(self.bdd.carries_grad(v.bdd) for f in functions if f is not None for _, v in f.keywords)
+            ):
+                # `return functools.partial(attn_fn, training=torch.is_grad_enabled())`:
+                # what calls of the returned function are given
+                returns[qualname] = result.returns[0]
         stores: dict[str, list[Value]] = {}
         class_stores: dict[tuple[str, str], list[Value]] = {}
         for qualname, result in self.results.items():
