@@ -805,13 +805,14 @@ def snake_case(name: str) -> str:
 
 
 def _stage_step(info: FunctionInfo) -> bool:
-    """``step(self, x)``: a pipeline stage's forward step, not an optimizer's or a
-    scheduler's ``step(closure=None)``: it takes an input without a default."""
+    """``step(self, x)``, ``step(self, *args, **kwargs)``: a pipeline schedule's or
+    stage's forward step, not an optimizer's or a scheduler's ``step(closure=None)``: it
+    takes an input without a default, or any inputs."""
     if info.node.name != "step":
         return False
     args = info.node.args
     positional = [*args.posonlyargs, *args.args][1 if info.owner else 0 :]
-    return len(positional) > len(args.defaults)
+    return len(positional) > len(args.defaults) or args.vararg is not None
 
 
 def mentions_training(call: ast.Call) -> bool:

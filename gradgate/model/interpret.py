@@ -2130,8 +2130,9 @@ class Interpreter:
         if not _NOT_KERNELS.match(last) and not bookkeeping_call(node):
             named: list[tuple[str, Value, str | None]] = [(f"argument {p + 1}", v, None) for p, v in enumerate(args)]
             named += [(k, v, k) for k, v in _expanded(keywords)]
+            unseen = resolved is None and not decided_inside
             for label, passed, option in named:
-                chosen = self._choice(passed)
+                chosen = self._choice(passed, mixed=unseen)
                 if chosen is None or (option is not None and _BOOKKEEPING_KEYWORDS.search(option)):
                     continue
                 if option is not None and resolved is not None and not self._used_by_callee(option, resolved, []):
@@ -2150,13 +2151,17 @@ class Interpreter:
             )
             self._record("mode-switch", f".{func.attr}()", value, node, key=("mode-switch", id(node)))
 
-    def _choice(self, value: Value) -> Value | None:
+    def _choice(self, value: Value, mixed: bool = False) -> Value | None:
         """Which of several constants grad mode chose (``algo = "two_level"`` under one
         case, ``"flat"`` under another; ``Mode.GATHER if grad else Mode.REDUCE``), as a
-        decision: the condition of the first. None: not a choice among constants, or
-        not one grad mode takes part in."""
+        decision: the condition of the first. ``mixed``: a constant against another
+        value too (``n = self.n_microbatches if grad else 1``, handed to a body nobody
+        sees). None: not such a choice, or not one grad mode takes part in."""
         branches = value.alternatives
-        if not branches or not all(_constant_ident(v.ident) or _member_ident(v.ident) for _, v in branches):
+        if not branches:
+            return None
+        constant = [_constant_ident(v.ident) or _member_ident(v.ident) for _, v in branches]
+        if not (all(constant) or (mixed and any(constant) and all(v.function is None for _, v in branches))):
             return None
         first = branches[0][1].ident
         if all(v.ident == first for _, v in branches):
