@@ -38,6 +38,9 @@ class ForwardNumericsChosenByGradMode(Rule):
       the object, checkpoint wrappers, `Fn.apply` chosen over the same computation),
       nor does a path refused while grad is on (`if fast and not grad:`, `if grad or
       compiling: return reference(x)`: the opposite polarity).
+    - a flag named for the precision the forward computes in (`upcast`, `full_prec`,
+      `*_dtype`) that grad mode changes, either polarity (`upcast = fp16 and (in_fp32 or
+      not grad)`).
 
     ## Why is this bad?
     Training mode decides the forward's numerics (dropout, batch-norm statistics); grad
@@ -119,6 +122,14 @@ class ForwardNumericsChosenByGradMode(Rule):
             line=3,
             column=8,
         ),
+        Invalid(
+            # apex's fused softmax: upcast only without grad, so the log-prob pass differs
+            "import torch\ndef softmax(x, fp16, in_fp32):\n"
+            "    upcast = fp16 and (in_fp32 or not torch.is_grad_enabled())\n"
+            "    return x.float().softmax(-1) if upcast else x.softmax(-1)\n",
+            line=3,
+            column=39,
+        ),
     ]
 
     DECISIONS = frozenset(
@@ -129,10 +140,11 @@ class ForwardNumericsChosenByGradMode(Rule):
     @classmethod
     def judge(cls, decision: Decision, bdd: Manager) -> bool:
         """A flag naming the precision counts any way grad mode changes it (a dtype
-        chosen by a ternary), but for the opposite polarity (a path with no backward,
-        taken only without grad)."""
+        chosen by a ternary; `upcast = fp16 and (in_fp32 or not grad)`): the precision
+        a forward computes in has nothing to do with whether a backward exists, so the
+        opposite polarity is no excuse there."""
         if decision.kind == "kernel-flag":
-            return bdd.depends_on_grad(decision.bdd) and not bdd.forced_off_by_grad(decision.bdd)
+            return bdd.depends_on_grad(decision.bdd)
         return super().judge(decision, bdd)
 
     @classmethod

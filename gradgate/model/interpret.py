@@ -68,7 +68,7 @@ _MODE_SWITCHES = {"train": True, "eval": False}
 #: where the flag's use is not visible, as for communication flags)
 _NUMERICS_FLAG = re.compile(r"(?i)(^|_)(use_)?(fused?|fusion|grouped_mm|flash|fp8)(_|$)")
 #: ... or the precision it computes in (a dtype chosen by a ternary counts any way)
-_PRECISION_FLAG = re.compile(r"(?i)(^|_)(fp32|fp16|bf16|full_precision|precision|dtype|upcast)(_|$)")
+_PRECISION_FLAG = re.compile(r"(?i)(^|_)(fp32|fp16|bf16|full_prec(ision)?|precision|dtype|upcast)(_|$)")
 #: a flag named so chooses training-only behaviour (token dropping, capacity, noise)
 _TRAINING_FLAG = re.compile(r"(?i)(^|_)(drop(_and_pad|_tokens?|_tks)?|capacity(_factor)?|noise|noisy|jitter)(_|$)")
 #: calls that run a training-only regulariser or random draw (noise, jitter, dropout):
