@@ -247,7 +247,7 @@ class ModuleIndex:
         self._lines = lines
         self._collect(tree.body, prefix="", owner=None)
         self._calls: dict[str, tuple[list[ast.Call], list[ast.Name | ast.Attribute]]] = {}
-        self._function_attributes: dict[tuple[str, str], str | None] = {}
+        self._function_attributes: dict[str, dict[str, set[str | None]]] = {}
         self._lambdas: dict[tuple[str, str], ast.Lambda | None] = {}
         self._read: dict[str, frozenset[str]] = {}
         self._referenced: dict[str, set[str]] = {}
@@ -558,22 +558,37 @@ class ModuleIndex:
         info = self.classes.get(klass)
         if info is None or depth > 8:
             return None
-        key = (klass, attr)
-        if key not in self._function_attributes:
-            init = info.methods.get("__init__")
-            stored: set[str | None] = set()
+        stored = self._init_stores(klass).get(attr)
+        if stored is None:
+            return next((f for b in info.bases if (f := self.function_attribute(b, attr, depth + 1))), None)
+        return next(iter(stored)) if len(stored) == 1 else None
+
+    def _init_stores(self, klass: str) -> dict[str, set[str | None]]:
+        """What each ``self.attr = value`` of ``klass.__init__`` stores: the module
+        function named, or None for anything else (walked once a class)."""
+        found = self._function_attributes.get(klass)
+        if found is None:
+            found = self._function_attributes[klass] = {}
+            init = self.classes[klass].methods.get("__init__")
             for node in ast.walk(self.functions[init].node) if init else ():
-                if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    if any(_is_self_attribute(t, attr) for t in targets):
-                        value = node.value
-                        named = isinstance(value, ast.Name) and value.id in self.functions
-                        stored.add(value.id if named and self.functions[value.id].owner is None else None)  # type: ignore[union-attr]
-            found = next(iter(stored)) if len(stored) == 1 else None
-            if not stored:
-                found = next((f for b in info.bases if (f := self.function_attribute(b, attr, depth + 1))), None)
-            self._function_attributes[key] = found
-        return self._function_attributes[key]
+                if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+                    continue
+                value = node.value
+                function = (
+                    value.id
+                    if isinstance(value, ast.Name)
+                    and value.id in self.functions
+                    and self.functions[value.id].owner is None
+                    else None
+                )
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                    ):
+                        found.setdefault(target.attr, set()).add(function)
+        return found
 
     def bound_lambda(self, klass: str | None, name: str) -> ast.Lambda | None:
         """The lambda the module's top level (``klass`` None) or a class body binds
@@ -856,12 +871,3 @@ def _bound_at_top(tree: ast.Module) -> set[str]:
             for target in targets:
                 names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
     return names
-
-
-def _is_self_attribute(target: ast.expr, attr: str) -> bool:
-    return (
-        isinstance(target, ast.Attribute)
-        and target.attr == attr
-        and isinstance(target.value, ast.Name)
-        and target.value.id == "self"
-    )
