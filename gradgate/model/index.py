@@ -15,6 +15,9 @@ from ..config import NON_COMM_API_NAMES, Config
 from ..records import field, record
 from .lines import holds_line_within
 
+#: a module of a communication API that holds its utilities, not its collectives
+#: (``torch.distributed.pipelining._utils.flatten_args``): its functions count by name
+_UTILITY_MODULE = re.compile(r"\.(_?utils?|_?helpers?|_?tree_utils|checkpoint|elastic|launcher|argparse_util)\.")
 #: bases that make a class a ``torch.autograd.Function``
 AUTOGRAD_FUNCTION_BASES = frozenset(
     {"torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction"}
@@ -641,7 +644,8 @@ class ModuleIndex:
         name = dotted(func)
         if name is not None:
             qualified = qualify(name, aliases)
-            if any(qualified == api or qualified.startswith(api + ".") for api in self.config.all_comm_apis):
+            api = next((a for a in self.config.all_comm_apis if qualified == a or qualified.startswith(a + ".")), None)
+            if api is not None and not _UTILITY_MODULE.search(qualified[len(api) :]):
                 return not NON_COMM_API_NAMES.match(qualified.rsplit(".", 1)[-1])
         last = last_name(func)
         if last == "apply" and isinstance(func, ast.Attribute):  # `_AllGatherAttn.apply`: by its class's name
