@@ -118,20 +118,15 @@ class ModuleAnalysis:
         """Names the module or a class body binds to a lambda spelling one of ``words``
         (``router_dtype = lambda: torch.float32 if torch.is_grad_enabled() else None``):
         a function calling one reads grad mode."""
-        bodies = [self.index.tree.body, *(c.node.body for c in self.index.classes.values())]
         return {
-            target.id
-            for body in bodies
-            for statement in body
-            if isinstance(statement, ast.Assign)
-            and isinstance(statement.value, ast.Lambda)
-            and any(
+            name
+            for klass in (None, *self.index.classes)
+            for name, bound in self.index.bound_lambdas(klass).items()
+            if any(
                 (n.id if isinstance(n, ast.Name) else n.attr) in words
-                for n in ast.walk(statement.value.body)
+                for n in ast.walk(bound.body)
                 if isinstance(n, (ast.Name, ast.Attribute))
             )
-            for target in statement.targets
-            if isinstance(target, ast.Name)
         }
 
     def _run(self) -> None:

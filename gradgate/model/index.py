@@ -251,7 +251,8 @@ class ModuleIndex:
         self._collect(tree.body, prefix="", owner=None)
         self._calls: dict[str, tuple[list[ast.Call], list[ast.Name | ast.Attribute]]] = {}
         self._function_attributes: dict[str, dict[str, set[str | None]]] = {}
-        self._lambdas: dict[tuple[str, str], ast.Lambda | None] = {}
+        self._lambdas: dict[str, dict[str, ast.Lambda]] = {}
+        self._comm_constants: dict[str, frozenset[tuple[str, object]]] = {}
         self._read: dict[str, frozenset[str]] = {}
         self._referenced: dict[str, set[str]] = {}
         self._mark_backward()
@@ -593,20 +594,26 @@ class ModuleIndex:
                         found.setdefault(target.attr, set()).add(function)
         return found
 
-    def bound_lambda(self, klass: str | None, name: str) -> ast.Lambda | None:
-        """The lambda the module's top level (``klass`` None) or a class body binds
-        ``name`` to (``router_softmax_dtype = lambda: ...``), where that is its one
-        binding there; else None."""
-        key = (klass or "", name)
-        if key not in self._lambdas:
+    def bound_lambdas(self, klass: str | None) -> dict[str, ast.Lambda]:
+        """The names the module's top level (``klass`` None) or a class body binds to a
+        lambda (``router_softmax_dtype = lambda: ...``), each its one binding there
+        (found once a body)."""
+        key = klass or ""
+        found = self._lambdas.get(key)
+        if found is None:
             body = self.tree.body if klass is None else (self.classes[klass].node.body if klass in self.classes else [])
-            bound = [
-                s.value
-                for s in body
-                if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
-            ]
-            self._lambdas[key] = bound[0] if len(bound) == 1 and isinstance(bound[0], ast.Lambda) else None
-        return self._lambdas[key]
+            bound: dict[str, list[ast.expr]] = {}
+            for statement in body:
+                if isinstance(statement, ast.Assign):
+                    for target in statement.targets:
+                        if isinstance(target, ast.Name):
+                            bound.setdefault(target.id, []).append(statement.value)
+            found = self._lambdas[key] = {
+                name: values[0]
+                for name, values in bound.items()
+                if len(values) == 1 and isinstance(values[0], ast.Lambda)
+            }
+        return found
 
     def reads_self_attribute(self, klass: str, attr: str, besides: str) -> bool:
         """Does a method of ``klass`` other than ``besides`` load ``self.attr``?"""
@@ -719,17 +726,18 @@ class ModuleIndex:
         """The constant options the collectives a function calls itself are given
         (``async_op=True`` of ``dist.reduce_scatter_tensor(..., async_op=True)``): what
         tells its communication from a plain call of the same collective."""
-        info = self.functions.get(qualname)
-        if info is None:
-            return frozenset()
-        aliases = self.aliases_of(info)
-        return frozenset(
-            (k.arg, repr(k.value.value))
-            for call in self.calls_of(qualname)
-            if self.is_comm_callee(call.func, aliases)
-            for k in call.keywords
-            if k.arg is not None and isinstance(k.value, ast.Constant)
-        )
+        found = self._comm_constants.get(qualname)
+        if found is None:
+            info = self.functions.get(qualname)
+            aliases = self.aliases_of(info) if info is not None else {}
+            found = self._comm_constants[qualname] = frozenset(
+                (k.arg, repr(k.value.value))
+                for call in (self.calls_of(qualname) if info is not None else ())
+                if self.is_comm_callee(call.func, aliases)
+                for k in call.keywords
+                if k.arg is not None and isinstance(k.value, ast.Constant)
+            )
+        return found
 
     def comm_ops(
         self, qualname: str, depth: int = 0, outside: Callable[[ast.Call, FunctionInfo], bool] | None = None

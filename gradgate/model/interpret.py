@@ -1324,12 +1324,18 @@ class Interpreter:
         return any(b not in self.index.classes or self._inherits_elsewhere(b, depth + 1) for b in info.bases)
 
     def _e_Subscript(self, node: ast.Subscript, env: Environment) -> Value:
-        dispatched = self._dispatch_by_truth(node, env)
-        if dispatched is not None:
-            return dispatched
-        base = self.eval(node.value, env)
         key = node.slice
-        self.eval(key, env)
+        table = _truth_table(node.value)
+        if table is not None:
+            test = self.eval(key, env)
+            if self._carries(test.bdd):
+                # `{True: torch.float32, False: x.dtype}[grad]`, `(plain, fused)[grad]`: a
+                # value picked by a condition, as a conditional expression picks it
+                when_true, when_false = (self.eval(arm, env) for arm in table)
+                return self._join_values(test.bdd, test.origins, when_true, when_false)
+        base = self.eval(node.value, env)
+        if table is None:
+            self.eval(key, env)
         if isinstance(key, ast.Constant):
             if (
                 isinstance(key.value, int)
@@ -1357,30 +1363,6 @@ class Interpreter:
             if made is not None:  # `self.coordinators[key]`, stored from a constructor
                 return replace(item, made_by=made)
         return item
-
-    def _dispatch_by_truth(self, node: ast.Subscript, env: Environment) -> Value | None:
-        """``{True: torch.float32, False: x.dtype}[grad]`` and ``(plain, fused)[grad]``: a
-        value picked by a condition, as a conditional expression would pick it. None:
-        not a literal of two entries keyed by truth."""
-        table = node.value
-        if isinstance(table, ast.Dict) and len(table.keys) == 2:
-            keys = [k.value if isinstance(k, ast.Constant) else None for k in table.keys]
-            if sorted(map(repr, keys)) != ["False", "True"]:
-                return None
-            when_true, when_false = (table.values[keys.index(True)], table.values[keys.index(False)])
-        elif (
-            isinstance(table, ast.Tuple)
-            and len(table.elts) == 2
-            and not any(isinstance(e, ast.Starred) for e in table.elts)
-        ):
-            when_false, when_true = table.elts
-        else:
-            return None
-        test = self.eval(node.slice, env)
-        if not self._carries(test.bdd):
-            return None
-        chosen_true, chosen_false = self.eval(when_true, env), self.eval(when_false, env)
-        return self._join_values(test.bdd, test.origins, chosen_true, chosen_false)
 
     def _e_BoolOp(self, node: ast.BoolOp, env: Environment) -> Value:
         values = [self.eval(v, env) for v in node.values]
@@ -1571,7 +1553,7 @@ class Interpreter:
     def _bound_lambda(self, klass: str | None, name: str) -> Value | None:
         """A lambda a class body (or the module, ``klass`` None) binds ``name`` to, as a
         value to call (it sees the module's names, not the caller's)."""
-        node = self.index.bound_lambda(klass, name)
+        node = self.index.bound_lambdas(klass).get(name)
         if node is None:
             return None
         self._lambdas[id(node)] = (node, Environment())
@@ -1659,11 +1641,13 @@ class Interpreter:
         items of a sequence (what ``all()`` and ``any()`` combine). None: another kind."""
         if len(generators) != 1 or len(elements) != 1:
             return None
-        generator = generators[0]
-        if generator.ifs or generator.is_async or not isinstance(generator.iter, (ast.Tuple, ast.List)):
+        generator, literal = generators[0], generators[0].iter
+        if generator.ifs or generator.is_async or not isinstance(literal, (ast.Tuple, ast.List)):
             return None
-        iterable = self.eval(generator.iter, env)
-        if iterable.items is None or len(iterable.items) > _SPREAD_ITEMS:
+        if len(literal.elts) > _SPREAD_ITEMS or any(isinstance(e, ast.Starred) for e in literal.elts):
+            return None  # checked before the literal is evaluated: it is evaluated once either way
+        iterable = self.eval(literal, env)
+        if iterable.items is None:
             return None
         values = []
         for item in iterable.items:
@@ -2409,6 +2393,28 @@ def _member_ident(ident: object) -> bool:
     )
 
 
+def _truth_table(table: ast.expr) -> tuple[ast.expr, ast.expr] | None:
+    """The entries for true and for false of a literal keyed by truth (``{True: a,
+    False: b}``, ``(b, a)``), or None."""
+    if isinstance(table, ast.Dict) and len(table.keys) == 2:
+        keys = [k.value if isinstance(k, ast.Constant) else None for k in table.keys]
+        if sorted(map(repr, keys)) != ["False", "True"]:
+            return None
+        return table.values[keys.index(True)], table.values[keys.index(False)]
+    if (
+        isinstance(table, ast.Tuple)
+        and len(table.elts) == 2
+        and not any(isinstance(e, ast.Starred) for e in table.elts)
+    ):
+        return table.elts[1], table.elts[0]
+    return None
+
+
+def _regulariser(names: frozenset[str]) -> str | None:
+    """The first of ``names`` that names a training-only regulariser, else None."""
+    return next((n for n in sorted(names) if _REGULARISER_NAME.search(n)), None)
+
+
 def _chosen(value: Value) -> bool:
     """Is ``value`` one of several a branch may choose, told apart by what it is (a
     function, an attribute such as an enum member, a constant), not by its truth?"""
@@ -2533,8 +2539,3 @@ __all__ = [
     "interpret",
     "pure_grad_values",
 ]
-
-
-def _regulariser(names: frozenset[str]) -> str | None:
-    """The first of ``names`` that names a training-only regulariser, else None."""
-    return next((n for n in sorted(names) if _REGULARISER_NAME.search(n)), None)
