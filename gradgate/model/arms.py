@@ -472,6 +472,8 @@ def live_names(function: ast.AST) -> frozenset[str]:
             if names:
                 for name in names:
                     flows.setdefault(name, set()).update(used)
+                if (base := _view_of(value)) is not None:
+                    together.append(names | {base})  # `part = buf[a:b]`: a write into `part` is one into `buf`
             elif isinstance(node, ast.AugAssign):
                 continue  # a statistic accumulated on an object (`self.tokens += n`)
             elif not all(bookkeeping_target(t) for t in targets) and not (
@@ -510,7 +512,8 @@ def live_names(function: ast.AST) -> frozenset[str]:
         if isinstance(n, ast.Name)
     }
     if returns_value:  # what it returns flows through its locals; a parameter is the caller's
-        together = [group & local for group in together]
+        # (unless it is what the function returns: `kernel(x, out=out); return out`)
+        together = [group & (local | roots) for group in together]
     live: set[str] = set()
     todo = list(roots)
     while todo:
@@ -524,6 +527,29 @@ def live_names(function: ast.AST) -> frozenset[str]:
             if group & live and not group <= live:
                 todo.extend(group - live)
     return frozenset(live & local) if returns_value else frozenset(live)
+
+
+#: methods giving a view of their receiver (a write into the view is one into the receiver)
+_VIEW_METHODS = frozenset(
+    {"view", "view_as", "narrow", "select", "as_strided", "unflatten", "transpose", "permute", "t", "expand",
+     "squeeze", "unsqueeze", "diagonal", "unfold", "movedim"}
+)
+
+
+def _view_of(value: ast.expr) -> str | None:
+    """The local name ``value`` is a view of (``buf[a:b]``, ``buf.view(n, -1)``), or None."""
+    while True:
+        if isinstance(value, ast.Subscript):
+            value = value.value
+        elif (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _VIEW_METHODS
+        ):
+            value = value.func.value
+        else:
+            break
+    return value.id if isinstance(value, ast.Name) else None
 
 
 def _own_nodes(function: ast.AST) -> Iterable[ast.AST]:
