@@ -68,6 +68,7 @@ DEFAULT_COMM_CALL_PATTERNS: tuple[str, ...] = (
     r"param_(sync|gather)",
     r"pre_?forward_hook",
     r"unshard",  # FSDP's parameter all-gather
+    r"(^|_)reshard(_|$)",  # FSDP freeing what the next use all-gathers again
     r"(^|_)prefetch(_|$)",
     r"(^|_)sync_(module_)?(buffers|params)",
     r"^(i?send|i?recv|batch_isend_irecv)$",

@@ -57,6 +57,21 @@ class FunctionInfo:
         args = self.node.args
         return [a.arg for a in (*args.posonlyargs, *args.args)]
 
+    @property
+    def stub(self) -> bool:
+        """Is the body only a placeholder (a docstring, ``...``, ``pass``, ``raise
+        NotImplementedError``): what the function does is not written here, so its name
+        says it, as for a function of no module we see?"""
+        for statement in self.node.body:
+            if isinstance(statement, ast.Pass):
+                continue
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                continue  # a docstring, `...`
+            if isinstance(statement, ast.Raise) and "NotImplementedError" in ast.unparse(statement):
+                continue
+            return False
+        return True
+
 
 @record(frozen=False)
 class ClassInfo:
@@ -755,7 +770,10 @@ class ModuleIndex:
         info = self.functions.get(qualname)
         found: set[str] = set()
         recorded = True
-        if info is not None and not info.backward and not self.config.backward_call_re.search(info.node.name):
+        if info is not None and info.stub and self.config.is_forward_comm_call(info.node.name):
+            found.add(info.node.name.lstrip("_"))  # a placeholder: its name says what it does
+            recorded = False
+        elif info is not None and not info.backward and not self.config.backward_call_re.search(info.node.name):
             aliases = self.aliases_of(info)
             for call in self.calls_of(qualname):
                 if self.is_comm_callee(call.func, aliases):
