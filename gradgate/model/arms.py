@@ -473,7 +473,7 @@ def live_names(function: ast.AST) -> frozenset[str]:
                 for name in names:
                     flows.setdefault(name, set()).update(used)
                 if (base := _view_of(value)) is not None:
-                    together.append(names | {base})  # `part = buf[a:b]`: a write into `part` is one into `buf`
+                    together.append({*names, base})  # `part = buf[a:b]`: a write into `part` is one into `buf`
             elif isinstance(node, ast.AugAssign):
                 continue  # a statistic accumulated on an object (`self.tokens += n`)
             elif not all(bookkeeping_target(t) for t in targets) and not (
@@ -531,8 +531,21 @@ def live_names(function: ast.AST) -> frozenset[str]:
 
 #: methods giving a view of their receiver (a write into the view is one into the receiver)
 _VIEW_METHODS = frozenset(
-    {"view", "view_as", "narrow", "select", "as_strided", "unflatten", "transpose", "permute", "t", "expand",
-     "squeeze", "unsqueeze", "diagonal", "unfold", "movedim"}
+    [
+        "view",
+        "view_as",
+        "narrow",
+        "select",
+        "as_strided",
+        "unflatten",
+        "transpose",
+        "permute",
+        "t",
+        "expand",
+        "squeeze",
+        "unsqueeze",
+        "diagonal",
+    ]
 )
 
 
@@ -541,11 +554,7 @@ def _view_of(value: ast.expr) -> str | None:
     while True:
         if isinstance(value, ast.Subscript):
             value = value.value
-        elif (
-            isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Attribute)
-            and value.func.attr in _VIEW_METHODS
-        ):
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _VIEW_METHODS:
             value = value.func.value
         else:
             break
