@@ -472,7 +472,7 @@ def live_names(function: ast.AST) -> frozenset[str]:
             if names:
                 for name in names:
                     flows.setdefault(name, set()).update(used)
-                if (base := _view_of(value)) is not None:
+                if not isinstance(node, ast.AugAssign) and (base := _view_of(value)) is not None:
                     together.append({*names, base})  # `part = buf[a:b]`: a write into `part` is one into `buf`
             elif isinstance(node, ast.AugAssign):
                 continue  # a statistic accumulated on an object (`self.tokens += n`)
@@ -550,7 +550,10 @@ _VIEW_METHODS = frozenset(
 
 
 def _view_of(value: ast.expr) -> str | None:
-    """The local name ``value`` is a view of (``buf[a:b]``, ``buf.view(n, -1)``), or None."""
+    """The local name ``value`` is a view of (``buf[a:b]``, ``buf.view(n, -1)``), or None
+    (``buf`` itself is no view: ``x = buf`` rebinds, ``x -= buf`` computes)."""
+    if not isinstance(value, (ast.Subscript, ast.Call)):
+        return None
     while True:
         if isinstance(value, ast.Subscript):
             value = value.value
