@@ -754,6 +754,29 @@ class ModuleIndex:
             )
         return found
 
+    def comm_parameters(self, qualname: str) -> dict[str, tuple[str, ast.expr | None]]:
+        """The parameters a function hands on as an option of a collective it calls
+        itself (``def _a2a(self, t, async_op=False): all_to_all_single(..., async_op=async_op)``):
+        each with the collective's keyword and the parameter's default, if it has one.
+        What a caller passes them is then the collective's option at that call."""
+        info = self.functions.get(qualname)
+        if info is None:
+            return {}
+        args = info.node.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults: dict[str, ast.expr | None] = {a.arg: None for a in (*positional, *args.kwonlyargs)}
+        defaults.update(zip((a.arg for a in positional[len(positional) - len(args.defaults) :]), args.defaults))
+        defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+        aliases = self.aliases_of(info)
+        found: dict[str, tuple[str, ast.expr | None]] = {}
+        for call in self.calls_of(qualname):
+            if not self.is_comm_callee(call.func, aliases):
+                continue
+            for k in call.keywords:
+                if k.arg is not None and isinstance(k.value, ast.Name) and k.value.id in defaults:
+                    found.setdefault(k.value.id, (k.arg, defaults[k.value.id]))
+        return found
+
     def comm_ops(
         self, qualname: str, depth: int = 0, outside: Callable[[ast.Call, FunctionInfo], bool] | None = None
     ) -> frozenset[str]:

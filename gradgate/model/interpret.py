@@ -2215,11 +2215,35 @@ class Interpreter:
         # spells as constants tell it from another call (`async_op=True`); with none, it
         # stands for any call of the same collectives
         inside = self.index.comm_constants(resolved[0]) if resolved is not None and seen_inside else frozenset()
+        if resolved is not None and resolved[0] in self.index.functions:
+            inside |= self._passed_options(node, resolved)
         known = frozenset(options) if not seen_inside else (inside or None)
         effect = CommEffect(ops, known, self.loops > 0, self.stream)
         if differentiable:
             self._differentiable.add(effect)
         return effect
+
+    def _passed_options(self, node: ast.Call, resolved: tuple[str, int]) -> frozenset[tuple[str, object]]:
+        """The options a call gives the collectives of the function it runs, through the
+        parameters the function hands them on by (:meth:`ModuleIndex.comm_parameters`):
+        ``self._a2a(x, async_op=True)`` is ``async_op=True`` there, ``self._a2a(x)`` the
+        parameter's default. Constants only (and defaults that are)."""
+        qualname, skip = resolved
+        handed = self.index.comm_parameters(qualname)
+        if not handed:
+            return frozenset()
+        names = self.index.functions[qualname].positional[skip:]
+        passed: dict[str, ast.expr] = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        for name, argument in zip(names, node.args):
+            if isinstance(argument, ast.Starred):
+                break
+            passed.setdefault(name, argument)
+        found: set[tuple[str, object]] = set()
+        for parameter, (keyword, default) in handed.items():
+            argument = passed.get(parameter, default)
+            if isinstance(argument, ast.Constant):
+                found.add((keyword, repr(argument.value)))
+        return frozenset(found)
 
     def _call_module_function(
         self,
