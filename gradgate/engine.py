@@ -465,8 +465,10 @@ class _Analysis:
             passed = isinstance(call, ast.Call) and any(
                 target[0] is a for a in (*call.args, *(k.value for k in call.keywords))
             )
-            if passed:  # grad mode itself passed on: the callee's predicate decides, reported there
-                deciding = next((p for p in via if p.decides), via[-1])
+            deciding = next((p for p in via if p.decides), via[-1])
+            if passed or deciding.path != self.path:
+                # grad mode itself passed on, or what it decides handed to another module:
+                # the callee's predicate decides, reported there
                 return self._at_deciding_place(rule, message, steps, deciding)
             # grad mode combined into what is passed (`f(async_op and grad)`): decided here
             message += f" (decided in `{via[-1].path}` at line {via[-1].line}, through the call)"

@@ -93,14 +93,17 @@ def test_grad_mode_passed_on_is_reported_at_the_callees_deciding_predicate_with_
     ]
 
 
-def test_grad_mode_combined_before_the_call_is_reported_where_it_is_combined(package: Path):
-    """``reduce(..., forward=prev and x.is_cuda)``: the caller makes the decision it
-    passes, so the finding is the caller's, with the callee's use in its flow."""
+def test_grad_mode_combined_before_a_call_into_another_module_is_reported_at_the_callees_predicate(package: Path):
+    """``reduce(..., forward=prev and x.is_cuda)``: what grad mode decides is handed to
+    another module, whose predicate decides (issue 27: a cross-module finding is reported
+    at the deciding predicate), with the combining call in its flow; report only."""
     caller = (package / "pkg/a.py").read_text().replace("forward=prev)", "forward=prev and x.is_cuda)")
     (package / "pkg/a.py").write_text(caller)
     findings = [f for r in run(["pkg"], Config(), RunOptions()) for f in r.findings]
-    assert [(f.path, f.line, f.column, f.rule) for f in findings] == [("pkg/a.py", 8, 31, "GG001")]
-    assert findings[0].message.endswith("(decided in `pkg/comm.py` at line 6, through the call)")
+    assert [(f.path, f.line, f.column, f.rule, f.applicability) for f in findings] == [
+        ("pkg/comm.py", 6, 38, "GG001", None)
+    ]
+    assert [(s.path, s.line) for s in findings[0].flow] == [("pkg/a.py", 7), ("pkg/a.py", 7), ("pkg/a.py", 8), ("pkg/comm.py", 6)]
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
