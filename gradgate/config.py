@@ -140,6 +140,7 @@ class GradSources:
         fields: tuple[str, ...] = (),
         keys: tuple[str, ...] = (),
         params: tuple[str, ...] = (),
+        gated: tuple[str, ...] = (),
     ):
         #: qualified function -> 1 (grad mode) or -1 (its negation: inference mode)
         self.functions: dict[str, int] = {**{q: -1 for q in inference_functions}, **{q: 1 for q in grad_functions}}
@@ -150,6 +151,10 @@ class GradSources:
         self.keys = frozenset(keys)
         #: the keywords a run's files call functions with grad mode under
         self.params = frozenset(params)
+        #: the fields (and properties) a run's files store a value gated by grad mode in
+        #: (``overlap_ag=cfg.overlap_ag and grad``): read in another module, grad off
+        #: forces them off there
+        self.gated = frozenset(gated) - self.names
         self._carriers: dict[str, int | None] = {}
 
     def polarity(self, qualified: str) -> int | None:
@@ -200,6 +205,7 @@ class GradSources:
         return frozenset(
             {q.rsplit(".", 1)[-1] for q in self.functions}
             | self.names
+            | self.gated
             | self.keys
             | {p.rsplit(".", 1)[-1] for p in self.params}
             | _CARRIER_WORDS
@@ -212,7 +218,7 @@ class GradSources:
         The other spellings a carrier may have (``grad_mode``) are not scanned for: a
         module holding no source and no configured name reads grad mode only from its
         callers, whose analysis follows it there (and they share ``_enabled``, one scan)."""
-        names = {*(q.rsplit(".", 1)[-1] for q in self.functions), *self.names, *also}
+        names = {*(q.rsplit(".", 1)[-1] for q in self.functions), *self.names, *self.gated, *also}
         names |= {p.rsplit(".", 1)[-1] for p in self.params}
         names |= {f"{quote}{key}{quote}" for key in self.keys for quote in "'\""}
         kept = {n for n in names if not any(other != n and other in n for other in names)}
@@ -246,6 +252,7 @@ class Config:
     learned_fields: tuple[str, ...] = ()
     learned_keys: tuple[str, ...] = ()
     learned_params: tuple[str, ...] = ()
+    learned_gated: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from .registry import known_codes
@@ -277,11 +284,14 @@ class Config:
     def with_changes(self, **changes: Any) -> Config:
         return replace(self, **changes)
 
-    def with_learned(self, fields: tuple[str, ...], keys: tuple[str, ...], params: tuple[str, ...]) -> Config:
+    def with_learned(
+        self, fields: tuple[str, ...], keys: tuple[str, ...], params: tuple[str, ...], gated: tuple[str, ...] = ()
+    ) -> Config:
         """This configuration with the run's learned carriers (:mod:`gradgate.learned`)."""
-        if (fields, keys, params) == (self.learned_fields, self.learned_keys, self.learned_params):
+        learned = (self.learned_fields, self.learned_keys, self.learned_params, self.learned_gated)
+        if (fields, keys, params, gated) == learned:
             return self
-        return replace(self, learned_fields=fields, learned_keys=keys, learned_params=params)
+        return replace(self, learned_fields=fields, learned_keys=keys, learned_params=params, learned_gated=gated)
 
     def for_file(self, path: str, root: str | None) -> Config:
         """This configuration as it applies to the file ``path``: the codes its
@@ -401,6 +411,7 @@ class Config:
             self.learned_fields,
             self.learned_keys,
             self.learned_params,
+            self.learned_gated,
         )
 
     def fingerprint(self) -> str:

@@ -399,6 +399,13 @@ class _Analysis:
         _statement, sign, _trail = owner.origins[origin]
         return widen_to_pure_grad(origin, entry.statement, sign)
 
+    def _carried(self, origin: ast.AST, entry: Entry) -> str | None:
+        """The slot ``origin`` reads when another module fills it with a value grad mode
+        gates (reported here, fixed there); else None."""
+        function = None if entry.decision.function == "<module>" else entry.decision.function
+        owner = self.model.owner_of(origin, function)
+        return owner.carried.get(origin) if owner is not None else None
+
     def _training_proxy(self, origin: ast.AST, entry: Entry) -> str | None:
         """The training mode to put in place of a grad-mode read that stands in for it
         (``training = torch.is_grad_enabled()``, ``if training:``, ``training=`` handed
@@ -442,6 +449,8 @@ class _Analysis:
             fix_plan = substitute(target[0], proxy, statement, self.source)
             applicability = Applicability.UNSAFE if fix_plan is not None else None
             message += " (grad mode stands in for training mode here)"
+        elif (slot := self._carried(origin, first)) is not None:
+            message += f" (`{slot}` is filled in another module with a value grad mode gates: fix it there)"
         elif rule.FIXES and all(e.proven for e in entries):
             decided = frozenset(e.decision.node for e in entries) | {e.decision.name for e in entries}
             fix_plan = plan(target[0], target[1], statement, self.blocks, self.source, fixed_too - {target[0]}, decided)

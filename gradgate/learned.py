@@ -31,7 +31,7 @@ Only bytes are read here: no parsing, nothing imported but the standard library.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 
 from .records import record
@@ -52,10 +52,17 @@ class Learned:
     params: frozenset[str] = frozenset()
     #: fields and keys the file also stores something that is not grad mode in
     other: frozenset[str] = frozenset()
+    #: fields the file stores a value *gated* by grad mode in (``overlap_ag=module.ub_overlap_ag
+    #: and grad``), and properties and methods returning one: grad off forces them off
+    gated: frozenset[str] = frozenset()
 
     def __or__(self, other: Learned) -> Learned:
         return Learned(
-            self.fields | other.fields, self.keys | other.keys, self.params | other.params, self.other | other.other
+            self.fields | other.fields,
+            self.keys | other.keys,
+            self.params | other.params,
+            self.other | other.other,
+            self.gated | other.gated,
         )
 
     def names(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -67,6 +74,11 @@ class Learned:
             tuple(sorted(self.params)),
         )
 
+    def gated_names(self) -> tuple[str, ...]:
+        """The fields learned to hold a value gated by grad mode (less those also stored
+        otherwise, or grad mode itself), sorted."""
+        return tuple(sorted(self.gated - self.other - self.fields))
+
     def encoded(self) -> tuple[str, ...]:
         """As strings, for a cached result (:meth:`decoded` reads them back)."""
         return (
@@ -74,16 +86,17 @@ class Learned:
             *(f"k:{n}" for n in sorted(self.keys)),
             *(f"p:{n}" for n in sorted(self.params)),
             *(f"o:{n}" for n in sorted(self.other)),
+            *(f"g:{n}" for n in sorted(self.gated)),
         )
 
     @staticmethod
     def decoded(items: Iterable[str]) -> Learned:
-        parts: dict[str, set[str]] = {"f": set(), "k": set(), "p": set(), "o": set()}
+        parts: dict[str, set[str]] = {"f": set(), "k": set(), "p": set(), "o": set(), "g": set()}
         for item in items:
             kind, _, name = item.partition(":")
             if kind in parts and name:
                 parts[kind].add(name)
-        return Learned(*(frozenset(parts[k]) for k in "fkpo"))
+        return Learned(*(frozenset(parts[k]) for k in "fkpog"))
 
 
 NOTHING = Learned()
@@ -186,6 +199,7 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
     keys: set[str] = set()
     params: set[str] = set()
     other: set[str] = set()
+    gated: set[str] = set()
     for pattern, into in ((attribute, fields), (setter, fields), (item, keys), (entry, keys), (keyword, fields)):
         for match in pattern.finditer(data):
             name = match.group(1).decode()
@@ -199,17 +213,20 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
             else:  # something else stored: its first token tells a default from another value
                 value = rest.split(b"#", 1)[0].strip().rstrip(b",)]}").strip()
             grad = bool(call.fullmatch(value)) or value in held
+            is_gated = not grad and into is fields and _gated(value, call, held, encoded)
             if pattern is keyword:
-                if not grad:
+                if not (grad or is_gated):
                     continue  # a keyword of another value says nothing of the field
                 callee = _callee(data, match.start(1))
                 last = callee.rsplit(".", 1)[-1]
-                if not (last[:1].isupper() and not last.isupper()):  # a function's argument, not a field
-                    if _module_call(callee) and "_" in name.strip("_"):  # (a distinct token)
+                if not (last == "cls" or (last[:1].isupper() and not last.isupper())):  # a function's argument
+                    if grad and _module_call(callee) and "_" in name.strip("_"):  # (a distinct token)
                         params.add(f"forward.{name}")
                     continue
             if grad:
                 into.add(name)
+            elif is_gated:
+                gated.add(name)
             elif pattern is not keyword and not _CONSTANT.fullmatch(value):
                 # another value stored there (a keyword of another call is not a store
                 # of the field, and a constant is a default replaced before use)
@@ -219,4 +236,69 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
     # (`prev`) is too common a token for the pre-filter to scan every file for
     restored = {m.group(1).decode() for m in _RESTORED.finditer(data)}
     fields = {f for f in fields if "_" in f.strip("_") and f not in restored}
-    return Learned(frozenset(fields), frozenset(keys), frozenset(params), frozenset(other))
+    # what returns grad mode itself (`def _grad_active(self): return torch.is_grad_enabled()`)
+    # is grad mode where this file reads it (`self._grad_active and ...`)
+    returning = _returning(data, lambda value: bool(call.fullmatch(value)) or value in held)
+    fields |= {name for name in returning if _is_property(data, name)}  # read as a field elsewhere
+    carriers = [*encoded, *(f.encode() for f in fields | returning)]
+    gated |= _returning(data, lambda value: _gated(value, call, held, carriers))
+    gated = {g for g in gated if g not in fields}
+    gated = {g for g in gated if "_" in g.strip("_")}
+    return Learned(frozenset(fields), frozenset(keys), frozenset(params), frozenset(other), frozenset(gated))
+
+
+#: an operator or keyword that makes a value more than an ``and`` of operands
+_NOT_A_CONJUNCTION = re.compile(rb"\bor\b|\bif\b|\bnot\b|\blambda\b")
+_AND = re.compile(rb"\s+and\s+")
+_IDENTIFIER = re.compile(rb"[A-Za-z_][\w.]*")
+_RETURN = re.compile(rb"^([ \t]*)return[ \t]+", re.M)
+_DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
+
+
+def _gated(value: bytes, call: re.Pattern[bytes], held: set[bytes], sources: list[bytes]) -> bool:
+    """Is ``value`` an ``and`` of operands one of which is grad mode (a source's call, a
+    local holding one, a name spelling a source: TE's ``is_grad_enabled`` parameter):
+    a value grad off forces off?"""
+    if b" and " not in value or _NOT_A_CONJUNCTION.search(value):
+        return False
+    value = value.strip()
+    if value.startswith(b"(") and _closing(value) == len(value) - 1:
+        value = value[1:-1]  # `(a and grad)`
+    operands = [o.strip() for o in _AND.split(value)]
+    return len(operands) > 1 and any(
+        call.fullmatch(o) or o in held or (_IDENTIFIER.fullmatch(o) and o.rsplit(b".", 1)[-1] in sources)
+        for o in operands
+    )
+
+
+def _is_property(data: bytes, name: str) -> bool:
+    """Is some ``def name`` of ``data`` decorated as a property (``@property``,
+    ``@functools.cached_property``)?"""
+    return bool(re.search(rb"@[\w.]*property[ \t]*\r?\n[ \t]*def[ \t]+" + re.escape(name.encode()) + rb"\b", data))
+
+
+def _closing(value: bytes) -> int:
+    """Where the bracket opening ``value`` closes (-1: nowhere)."""
+    depth = 0
+    for at, byte in enumerate(value):
+        depth += byte in _OPEN
+        depth -= byte in _CLOSE
+        if depth == 0:
+            return at
+    return -1
+
+
+def _returning(data: bytes, returns: Callable[[bytes], bool]) -> set[str]:
+    """The functions (properties, methods) with a ``return`` whose value ``returns``
+    accepts (``return torch.is_grad_enabled() and bool(self.targets)``): the nearest
+    ``def`` above the ``return`` that is indented less."""
+    found: set[str] = set()
+    for match in _RETURN.finditer(data):
+        if not returns(_value(data, match.end())):
+            continue
+        indent = len(match.group(1))
+        for definition in reversed(list(_DEF.finditer(data, 0, match.start()))):
+            if len(definition.group(1)) < indent:
+                found.add(definition.group(2).decode())
+                break
+    return found

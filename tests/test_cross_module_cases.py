@@ -4,9 +4,10 @@ communication or a train/eval mode in another.
 Each directory under ``fixtures/xmod/`` is a small package tree checked as one run
 (``gradgate check --format json .`` from a copy of the directory). Every line ending in
 ``# GG001`` (any rule code) in any of its files must be reported with that code, and no
-other line: a finding belongs at the deciding predicate, where grad mode is combined into
-a decision: in the caller when what it passes is already one (``f(flag and grad)``), in
-the callee (another file, maybe) when grad mode itself is passed on (issue 27).
+other line: a finding belongs at the deciding predicate (issue 27): where grad mode is
+combined into a decision when that is in the module that decides (``f(flag and grad)`` of
+a function of the same file), else in the module that decides with what it is handed
+(grad mode itself, or a value it gates: a field, an argument, a property).
 ``pos*_`` cases hold markers, ``neg*_`` cases (correct uses) none.
 """
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from gradgate.config import Config
+from gradgate.learned import NOTHING, learn
 from gradgate.model.describe import describe
 from gradgate.model.project import Project
 
@@ -71,6 +72,11 @@ def run(case: Case) -> list[str]:
             (root / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
         main = str(root / "main.py")
         config = Config()
+        # what the case's files store grad mode in, learned as a run learns it
+        learned = NOTHING
+        for name in {"main.py", *case.files}:
+            learned |= learn((root / name).read_bytes(), config.sources.grad_source_names())
+        config = config.with_learned(*learned.names(), learned.gated_names())
         return describe("\n".join(case.main) + "\n", config, main, Project(config, [main]))
 
 

@@ -103,7 +103,12 @@ def test_grad_mode_combined_before_a_call_into_another_module_is_reported_at_the
     assert [(f.path, f.line, f.column, f.rule, f.applicability) for f in findings] == [
         ("pkg/comm.py", 6, 38, "GG001", None)
     ]
-    assert [(s.path, s.line) for s in findings[0].flow] == [("pkg/a.py", 7), ("pkg/a.py", 7), ("pkg/a.py", 8), ("pkg/comm.py", 6)]
+    assert [(s.path, s.line) for s in findings[0].flow] == [
+        ("pkg/a.py", 7),
+        ("pkg/a.py", 7),
+        ("pkg/a.py", 8),
+        ("pkg/comm.py", 6),
+    ]
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:

@@ -85,6 +85,8 @@ _GRAD_MODE_CONTEXT = re.compile(r"(?i)(^|\.)(no_grad|enable_grad|set_grad_enable
 _ALLOCATION = re.compile(r"(?i)^(empty|empty_like|new_empty|empty_strided|get_tensor|get_buffer|allocate\w*)$")
 #: methods that keep a value for later (a list of activations for the backward)
 _RETAINING_METHODS = frozenset({"append", "extend", "insert", "appendleft", "put", "put_nowait"})
+#: calls that order CUDA streams and events: what the forward's kernels run after
+_STREAM_ORDER = re.compile(r"^(wait_stream|wait_event|record_event|record_stream|synchronize)$")
 #: context managers that only mark or profile (a `with` of these is no effect)
 _MARKER_CONTEXT = re.compile(r"(?i)nvtx|record_function|profil|range|timer|named_scope|suppress")
 
@@ -244,9 +246,17 @@ def _effect(node: ast.AST) -> Effect:
         normal = ast.Assign(targets=normal.targets, value=ast.Name(id="<buffer>"), lineno=0)
     text = ast.unparse(normal)
     assigns = _assigned(node)
-    # the object's own state (`self`) is not a value the forward hands on
-    through = None if assigns or isinstance(node, (ast.Return, ast.withitem)) else _loads(node) - {"self", "cls"}
+    # the object's own state (`self`) is not a value the forward hands on; an ordering of
+    # streams (`self.side.wait_stream(current)`) is what the forward's kernels run under
+    reaches = assigns or isinstance(node, (ast.Return, ast.withitem)) or _orders_streams(node)
+    through = None if reaches else _loads(node) - {"self", "cls"}
     return Effect(text, _calls(node), _names(node), assigns, through=through)
+
+
+def _orders_streams(node: ast.AST) -> bool:
+    """Is ``node`` a call that orders CUDA streams or events (``wait_stream``,
+    ``record_event``, ``synchronize``)?"""
+    return isinstance(node, ast.Call) and bool(_STREAM_ORDER.match(last_name(node.func)))
 
 
 def _value_effects(value: ast.expr) -> list[Effect]:

@@ -250,6 +250,8 @@ class ModuleIndex:
         functions that cannot hold what a question looks for; without it, none is skipped.
         ``package``: the package holding the module, for its relative imports."""
         self.tree = tree
+        self._filled: frozenset[str] | None = None
+        self._loaded: frozenset[str] | None = None
         self.config = config
         self.package = package
         # imports in the module's blocks too (`try: from torch._C import is_grad_enabled as g`)
@@ -629,6 +631,33 @@ class ModuleIndex:
                 if len(values) == 1 and isinstance(values[0], ast.Lambda)
             }
         return found
+
+    def loads(self, name: str) -> bool:
+        """Does the module read an attribute called ``name`` (``x.name``), or call a
+        function so named?"""
+        if self._loaded is None:
+            loaded: set[str] = set()
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                    loaded.add(node.attr)
+                elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    loaded.add(node.id)
+            self._loaded = frozenset(loaded)
+        return name in self._loaded
+
+    def fills(self, name: str) -> bool:
+        """Does the module fill a slot called ``name``: store an attribute so named, pass
+        a keyword so named, or define a function so named? (Then what it holds is the
+        module's own to judge; a module that only reads it takes it from elsewhere.)"""
+        if self._filled is None:
+            filled: set[str] = {info.node.name for info in self.functions.values()}
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                    filled.add(node.attr)
+                elif isinstance(node, ast.keyword) and node.arg is not None:
+                    filled.add(node.arg)
+            self._filled = frozenset(filled)
+        return name in self._filled
 
     def reads_self_attribute(self, klass: str, attr: str, besides: str) -> bool:
         """Does a method of ``klass`` other than ``besides`` load ``self.attr``?"""

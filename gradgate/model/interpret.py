@@ -226,6 +226,9 @@ class FunctionResult:
     backward_reads: set[str] = field(default_factory=set)
     #: the last line each flag name is read on
     read_after: dict[str, int] = field(default_factory=dict)
+    #: origins that are reads of a slot another module fills with a value grad mode
+    #: gates (:meth:`Interpreter._gated_slot`): reported, never fixed, here
+    carried: dict[ast.AST, str] = field(default_factory=dict)
 
 
 #: a class attribute some store of which is not grad mode
@@ -321,6 +324,8 @@ class Interpreter:
         #: ``torch.distributed.nn``): a path the backward needs, which a no-grad path
         #: without a backward may stand in for
         self._differentiable: set[CommEffect] = set()
+        #: the values of reads of slots other modules fill (:meth:`_gated_slot`)
+        self._gated: set[int] = set()
         #: how many loops (and comprehensions) the statement is in
         self.loops = 0
         #: the stream forward work is issued on (``with torch.cuda.stream(s):``), or None
@@ -395,7 +400,7 @@ class Interpreter:
             for d in self.result.decisions
             if not (
                 d.key[0] == "flag-store"
-                and self.bdd.is_pure_grad(d.bdd)
+                and (self.bdd.is_pure_grad(d.bdd) or d.bdd in self._gated)
                 and d.name in self.result.forward_reads
                 and self.result.read_after.get(d.name, 0) > getattr(d.node, "lineno", 0)
             )
@@ -453,6 +458,8 @@ class Interpreter:
             # where the parameter is read, and (as an origin) what its reads shape
             self.result.param_reads.setdefault(str(ident[2]), []).append(node)
             value = replace(value, origins=value.origins | {node})
+        if isinstance(ident, tuple) and len(ident) == 3 and ident[0] == "gated" and isinstance(node, ast.Name):
+            return self._gated_slot(node, ident[1], str(ident[2]))  # `flag = cfg.overlap_ag`, `if flag:`
         if self.bdd.is_pure_grad(value.bdd) and value.items is None and value.fields is None:
             polarity = self.bdd.polarity(value.bdd)
             if self.statement is not None:
@@ -1112,6 +1119,10 @@ class Interpreter:
     def _record(self, kind: str, name: str, value: Value, node: ast.AST, key: tuple[object, ...]) -> None:
         if self.info is not None and self.info.backward:
             return
+        if kind == "flag" and name in self.c.sources.gated and not self.index.loads(name):
+            # a slot filled here for another module to read (`Config(overlap_ag=a and grad)`,
+            # a property): its decision is reported there, at the deciding predicate
+            return
         if kind == "flag" and INVERTED_FLAG.match(name):  # `skip_dispatch = ... or not grad`
             value = replace(value, bdd=self.bdd.negate(value.bdd))
         if (
@@ -1278,6 +1289,15 @@ class Interpreter:
             bound = self._bound_lambda(self.owner, attr) if method is None else None
             if bound is not None:
                 return bound
+        if (
+            attr in self.c.sources.gated
+            and stored is None
+            and attr not in self.c.attributes
+            and not self.index.fills(attr)
+            and not self._backward_context()
+        ):
+            slot = ("attr", base.ident if base.ident is not None else ("v", base.bdd), attr)
+            return self._gated_slot(node, slot, attr)
         carried = self.c.sources.carrier_polarity(attr)
         if carried is not None and stored is None and not self._backward_context():
             # `state_ctx.grad_enabled` of an object nothing in the module stores it on: the
@@ -1315,6 +1335,42 @@ class Interpreter:
                 )
             return value
         return self._opaque(key, base.origins)
+
+    def _gated_slot(self, node: ast.AST, held: object, attr: str) -> Value:
+        """``cfg.overlap_ag`` where another module fills ``overlap_ag`` with a value grad
+        mode gates (:attr:`GradSources.gated`): grad mode and what else it holds (the
+        atom ``held``). The read is an origin (the decision is reported here, at the
+        deciding predicate) that no fix acts on: what to change is where it is filled.
+        A local holding it is such a read again where it is read (``flag = cfg.overlap_ag``
+        then ``if flag:``: the predicate is the read)."""
+        read = self.bdd.read(("read", id(node)))
+        step = Step(
+            getattr(node, "lineno", 0),
+            getattr(node, "col_offset", 0),
+            f"`{attr}` is filled with a value grad mode gates, in another module",
+        )
+        if self.statement is not None:
+            self.result.origins[node] = (self.statement, 1, (step,))
+        self.result.read_vars[node] = self.bdd.var(read)
+        self.result.carried[node] = attr
+        gated = self.bdd.conj(read, self.bdd.atom(held))
+        self._gated.add(gated)
+        return Value(gated, frozenset({node}), ident=("gated", held, attr), trail=(step,))
+
+    def _gated_call(self, node: ast.Call, callee: Value) -> Value | None:
+        """A call of a function another module defines to return a value grad mode gates
+        (``sequence_overlap_active(cfg)``, ``self.args.ep_forward()``): as a read of a
+        slot it fills (:meth:`_gated_slot`), at the call."""
+        ident = callee.ident
+        if isinstance(ident, tuple) and len(ident) == 3 and ident[0] == "gated":
+            name = str(ident[2])
+        elif isinstance(node.func, ast.Name) and callee.function is None:
+            name = node.func.id
+            if name not in self.c.sources.gated or self.index.fills(name):
+                return None
+        else:
+            return None
+        return self._gated_slot(node, ("call", id(node), name), name)
 
     def _inherits_elsewhere(self, klass: str | None, depth: int = 0) -> bool:
         """Has ``klass`` a base (or a base's base) of another module?"""
@@ -1681,6 +1737,9 @@ class Interpreter:
         grad = self._grad_source(node, callee, args)
         if grad is not None:
             return grad
+        gated = self._gated_call(node, callee)
+        if gated is not None:
+            return gated
         self._chosen_callee(node, callee)
         bound = tuple((k, v) for k, v in keywords if k)
         builtin = self._builtin(node, args, origins, receiver, bound)
@@ -2233,16 +2292,16 @@ class Interpreter:
         if not handed:
             return frozenset()
         names = self.index.functions[qualname].positional[skip:]
-        passed: dict[str, ast.expr] = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        passed: dict[str, ast.expr | None] = {k.arg: k.value for k in node.keywords if k.arg is not None}
         for name, argument in zip(names, node.args):
             if isinstance(argument, ast.Starred):
                 break
             passed.setdefault(name, argument)
         found: set[tuple[str, object]] = set()
         for parameter, (keyword, default) in handed.items():
-            argument = passed.get(parameter, default)
-            if isinstance(argument, ast.Constant):
-                found.add((keyword, repr(argument.value)))
+            given = passed.get(parameter, default)
+            if isinstance(given, ast.Constant):
+                found.add((keyword, repr(given.value)))
         return frozenset(found)
 
     def _call_module_function(
