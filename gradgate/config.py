@@ -349,6 +349,13 @@ class Config:
     def non_forward_re(self) -> re.Pattern[str]:
         return re.compile("|".join(f"(?:{p})" for p in self.non_forward_functions) or r"(?!)")
 
+    def comm_family(self, name: str) -> str:
+        """The collective an operation's name says it is (the first ``comm-call-patterns``
+        entry it matches: ``differentiable_all_reduce_sum`` and ``all_reduce`` are both
+        ``all_?reduce``), or the name itself."""
+        stripped = name.lstrip("_") or name
+        return next((p for p in self.comm_call_patterns if re.search(p, stripped)), stripped)
+
     def is_forward_comm_call(self, name: str) -> bool:
         name = name.lstrip("_") or name  # `_broadcast_coalesced` is a broadcast
         return (

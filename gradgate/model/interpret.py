@@ -385,7 +385,12 @@ class Interpreter:
                 # run only where autograd records (`if grad and x.requires_grad: return
                 # funcol.all_reduce(x)`): the choice is autograd's, the opposite polarity
                 continue
-            if effect in self._differentiable and self.bdd.forced_off_by_no_grad(bdd) and forms[effect.ops] == 1:
+            if (
+                effect in self._differentiable
+                and self.bdd.forced_off_by_no_grad(bdd)
+                and forms[effect.ops] == 1
+                and not self._other_comm_in_place(effect, bdd)
+            ):
                 # communication autograd records, run only with grad on, and no other form
                 # of it without grad (`if not grad: return local(x)` then `DTensor.from_local`):
                 # grad mode chooses whether autograd records it, the opposite polarity
@@ -406,6 +411,19 @@ class Interpreter:
             )
         ]
         return self.result
+
+    def _other_comm_in_place(self, effect: CommEffect, condition: int) -> bool:
+        """Does other communication run, only without grad, where ``effect`` (run under
+        ``condition``) does not: another collective in its place (an all-reduce autograd
+        records, or a reduce and a broadcast), not the same one without autograd?"""
+        family = self.index.config.comm_family
+        ours = {family(op) for op in effect.ops}
+        return any(
+            not {family(op) for op in other.ops} <= ours
+            and self.bdd.forced_off_by_grad(runs)
+            and self.bdd.conj(runs, self.bdd.negate(condition)) != FALSE
+            for other, (runs, _origins, _node, _name) in self._comm.items()
+        )
 
     def _parameter(self, arg: ast.arg, seeds: dict[str, Value], supplied: set[str]) -> Value:
         name = arg.arg
