@@ -1767,7 +1767,13 @@ class Interpreter:
         if target is None and callee.made_by is not None and self.c.project is not None:
             target = FunctionRef("__call__", external=True, receiver=callee.made_by)  # an object called
         elsewhere = self._resolved_elsewhere(node, target, args, keywords)
-        self._decisions_of_call(node, args, keywords, elsewhere)
+        library = _bound_library_function(target) if not elsewhere else None
+        if library is not None and target is not None:
+            # `a2a = functools.partial(dist.all_to_all_single, async_op=grad)`, then `a2a(...)`:
+            # a call of the library function with the bound arguments
+            self._decisions_of_call(node, [*target.args, *args], [*target.keywords, *keywords], func=library)
+        else:
+            self._decisions_of_call(node, args, keywords, elsewhere)
         if any(self.bdd.is_pure_grad(v.bdd) for v in (*args, *(v for _, v in keywords))):
             before = (receiver,) if receiver is not None else ()
             self.result.grad_taking_calls.append((node, (*before, *args, *(v for _, v in keywords))))
@@ -2071,11 +2077,13 @@ class Interpreter:
         args: list[Value],
         keywords: list[tuple[str | None, Value]],
         elsewhere: list[Callee] | None = None,
+        func: ast.expr | None = None,
     ) -> None:
         """The decisions a call makes. Where the function it runs can be seen (in the
         module, or ``elsewhere``: what the project resolved it to), its body says whether
-        it communicates and what its arguments decide, not its name."""
-        func = node.func
+        it communicates and what its arguments decide, not its name. ``func``: the
+        function called, where the call spells another (a partial of it)."""
+        func = func if func is not None else node.func
         resolved = self.index.resolve(func, self.owner, self.aliases)
         decided_inside = bool(elsewhere)
         keyword_nodes = {k.arg: k.value for k in node.keywords if k.arg is not None}
@@ -2441,6 +2449,18 @@ def _statement_arms(
         else:
             then = replace(then, effects=then.effects | after)
     return then, other
+
+
+def _bound_library_function(target: FunctionRef | None) -> ast.expr | None:
+    """The dotted name of the function of no module we see that ``target`` binds
+    arguments to (``functools.partial(dist.all_to_all_single, async_op=...)``), as an
+    expression; None for anything else."""
+    if target is None or not target.external or target.receiver is not None or not (target.args or target.keywords):
+        return None
+    if not all(part.isidentifier() for part in target.qualname.split(".")):
+        return None
+    expression = ast.parse(target.qualname, mode="eval").body
+    return expression if isinstance(expression, (ast.Name, ast.Attribute)) else None
 
 
 def _ends(body: list[ast.stmt]) -> bool:
