@@ -431,14 +431,15 @@ class _Analysis:
     ) -> _Found | None:
         first = entries[0]
         statement = first.statement
-        span = self.source.span(origin)
+        info = self.model.index.functions.get(first.decision.function)
+        span = self.source.span(_deciding_read_of_capture(origin, entries, info.node if info is not None else None))
         line = span[0]
         text = self.lines[line - 1].rstrip("\r\n") if line <= len(self.lines) else ""
         statement_text = self.lines[statement.lineno - 1] if statement.lineno <= len(self.lines) else ""
         silenced = next(
             (n for n, t in ((line, text), (statement.lineno, statement_text)) if suppressed(t, rule.CODE)), None
         )
-        read = " ".join(self.source.text(span).split())
+        read = " ".join(self.source.text(self.source.span(origin)).split())
         message = rule.describe(first.decision, read)
         fix_plan: FixPlan | None = None
         applicability: Applicability | None = None
@@ -742,6 +743,30 @@ def _comments(text: str) -> int:
         return sum(t.type == tokenize.COMMENT for t in tokenize.generate_tokens(lines))
     except (tokenize.TokenError, SyntaxError):
         return text.count("#")
+
+
+def _deciding_read_of_capture(origin: ast.AST, entries: list[Entry], function: ast.AST | None) -> ast.AST:
+    """Where a finding on ``origin`` is shown: ``origin`` itself, but for a pure capture
+    into a local (``overlap = torch.is_grad_enabled()``, a parameter's default) that a
+    later predicate of ``function`` reads (``if overlap:``): the first such read, where
+    the forward decides. The fix stays at the capture."""
+    statement = entries[0].statement
+    if function is None or not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and statement.value is origin
+    ):
+        return origin
+    name = statement.targets[0].id
+    reads = [
+        read
+        for node in ast.walk(function)
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)) and node.lineno > statement.lineno
+        for read in ast.walk(node.test)
+        if isinstance(read, ast.Name) and read.id == name
+    ]
+    return min(reads, key=lambda r: (r.lineno, r.col_offset)) if reads else origin
 
 
 def lint_source(
