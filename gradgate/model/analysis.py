@@ -265,6 +265,16 @@ class ModuleAnalysis:
                 # `return functools.partial(attn_fn, training=torch.is_grad_enabled())`:
                 # what calls of the returned function are given
                 returns[qualname] = result.returns[0]
+                continue
+            record = result.returns[0]
+            if (
+                len(result.returns) == 1
+                and record.fields is not None
+                and any(self.bdd.carries_grad(v.bdd) for _, v in record.fields)
+            ):
+                # `return {"async_op": torch.is_grad_enabled() and self.overlap}` (a record,
+                # a dict of keyword arguments): what its fields hold, where it is used
+                returns[qualname] = record
         stores: dict[str, list[Value]] = {}
         class_stores: dict[tuple[str, str], list[Value]] = {}
         for qualname, result in self.results.items():
