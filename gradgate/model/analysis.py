@@ -20,7 +20,17 @@ from ..config import Config
 from ..records import record, replace
 from .bdd import FALSE, BudgetExceeded, Manager
 from .index import FunctionInfo, ModuleIndex, fed_training_parameters, mentions_training
-from .interpret import PLAIN, CallSite, Context, Decision, FunctionResult, choice_of, interpret, pure_grad_values
+from .interpret import (
+    GLOBAL,
+    PLAIN,
+    CallSite,
+    Context,
+    Decision,
+    FunctionResult,
+    choice_of,
+    interpret,
+    pure_grad_values,
+)
 from .lines import LineIndex, holds_line_within, split_lines
 from .project import Callee, Project, module_name, reference
 from .summary import part_of
@@ -104,6 +114,9 @@ class ModuleAnalysis:
     def _relevant(self, words: set[str]) -> list[FunctionInfo]:
         if self._lines is None:
             return [i for i in self.index.functions.values() if not i.backward]
+        # the globals and attributes the module's functions store grad mode in are read
+        # by functions that spell no source (`if RING_GRAD:`)
+        words = words | {a.removeprefix(GLOBAL) for a in self.context.attributes}
         lines = self._lines.lines_with(words)
         out = []
         for info in self.index.functions.values():

@@ -622,6 +622,8 @@ def explained(
     kernel beside its ``inplace_backward=``) is the forward's."""
     if any(_BACKWARD_TEST.search(name) or _LOSS_TEST.search(name) for name in test):
         return True
+    if lost and {undetached(e.text) for e in lost} == {undetached(e.text) for e in replacement}:
+        return True  # `x.detach() if not grad else x`: the same value, kept out of the graph or not
     if any(NO_BACKWARD_PATH.search(effect.text) or effect.returns_none_items for effect in replacement):
         return True
     # an autograd wrapper stands for the same computation without one, not for another
@@ -646,6 +648,15 @@ def explained(
         wrapped = wrapped.union(*(e.assigns for e in taken if e.names & wrapped))
         rest -= taken
     return True
+
+
+#: calls that take a value out of autograd's graph or back in, the value unchanged
+_GRAPH_ONLY = re.compile(r"\.(detach_?|requires_grad_)\([^()]*\)")
+
+
+def undetached(text: str) -> str:
+    """``text`` without the calls that only change what autograd records of a value."""
+    return _GRAPH_ONLY.sub("", text)
 
 
 def _wrapper(effect: Effect) -> bool:

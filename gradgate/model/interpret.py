@@ -34,6 +34,7 @@ from .arms import (
     statements_arm,
     test_names_of,
     unchanged_parameters,
+    undetached,
 )
 from .arms import summary as arms_summary
 from .bdd import FALSE, GRAD, TRUE, Manager
@@ -231,6 +232,10 @@ class FunctionResult:
     carried: dict[ast.AST, str] = field(default_factory=dict)
 
 
+#: the prefix of a module global's entry among the module's attributes (``global x`` in a
+#: function, then ``x = torch.is_grad_enabled()``)
+GLOBAL = "global:"
+
 #: a class attribute some store of which is not grad mode
 PLAIN = Value(FALSE, ident="plain")
 
@@ -326,6 +331,7 @@ class Interpreter:
         self._differentiable: set[CommEffect] = set()
         #: the values of reads of slots other modules fill (:meth:`_gated_slot`)
         self._gated: set[int] = set()
+        self._declared_global: frozenset[str] | None = None
         #: how many loops (and comprehensions) the statement is in
         self.loops = 0
         #: the stream forward work is issued on (``with torch.cuda.stream(s):``), or None
@@ -1052,6 +1058,8 @@ class Interpreter:
             if value.trail and self.bdd.is_pure_grad(value.bdd):
                 value = value.with_step(Step(target.lineno, target.col_offset, f"grad mode held in `{name}`"))
             env.bind_name(name, value)
+            if name in self._globals():  # `global RING_ATTN_GRAD` then a store: the module's, for every function
+                self.result.attribute_stores.append((GLOBAL + name, value, None))
             if self.c.is_flag(name):
                 self._record("flag", name, value, s, key=("flag-store", name, id(s)))
             else:
@@ -1202,6 +1210,11 @@ class Interpreter:
         bound = self._bound_source(None, name) if self.info is not None else None
         if bound is not None:
             return bound
+        self.result.reads.add(("attributes", GLOBAL + name))
+        stored = self.c.attributes.get(GLOBAL + name)
+        if stored is not None:  # a global some function stores grad mode in
+            said = f"`{name}` is a global a function of the module sets to grad mode"
+            return self._read(stored.with_step(Step(node.lineno, node.col_offset, said)), node)
         if self.c.project is not None and name in self.aliases:  # maybe a function of another module
             return replace(self._opaque(("global", name)), function=FunctionRef(qualified, external=True))
         if self.c.summarising and ".<locals>." in self.qualname:
@@ -1224,6 +1237,18 @@ class Interpreter:
                 ),
             )
         return self._opaque(("global", name))
+
+    def _globals(self) -> frozenset[str]:
+        """The names the function declares ``global``."""
+        if self._declared_global is None:
+            node = self.info.node if self.info is not None else None
+            self._declared_global = frozenset(
+                name
+                for statement in (ast.walk(node) if node is not None else ())
+                if isinstance(statement, ast.Global)
+                for name in statement.names
+            )
+        return self._declared_global
 
     def _backward_context(self) -> bool:
         s = self.statement
@@ -1554,7 +1579,9 @@ class Interpreter:
         finally:
             self.pc, self.pc_origins = saved
         if self._carries(test.bdd):
-            asked = None if self._bookkeeping_value(node) else self._arms_asked(node, test)
+            graph_only = undetached(ast.unparse(node.body)) == undetached(ast.unparse(node.orelse))
+            # (`x.detach() if not grad else x`: one value, in autograd's graph or not)
+            asked = None if graph_only or self._bookkeeping_value(node) else self._arms_asked(node, test)
             if asked is not None:
                 then, other = (expression_arm(arm, self._communicates) for arm in (node.body, node.orelse))
                 self._compare_arms(node, test, then, other, asked)
