@@ -53,6 +53,8 @@ DEFAULT_BACKWARD_FLAG_PATTERNS: tuple[str, ...] = (
     r"backward",
     # the gradients' own communication (async_grad_allreduce, overlap_grad_reduce)
     r"(^|_)grads?_(reduce|allreduce|all_reduce|sync|reduce_scatter|comm)",
+    # what the backward recomputes (`tp_recompute_allgather`: gather again, not keep)
+    r"(^|_)recompute(_|$)",
 )
 
 

@@ -747,26 +747,59 @@ def _comments(text: str) -> int:
 
 def _deciding_read_of_capture(origin: ast.AST, entries: list[Entry], function: ast.AST | None) -> ast.AST:
     """Where a finding on ``origin`` is shown: ``origin`` itself, but for a pure capture
-    into a local (``overlap = torch.is_grad_enabled()``, a parameter's default) that a
-    later predicate of ``function`` reads (``if overlap:``): the first such read, where
-    the forward decides. The fix stays at the capture."""
+    into a local (``overlap = torch.is_grad_enabled()``; a default: ``async_op =
+    torch.is_grad_enabled() if async_op is None else async_op``, ``getattr(self, "drop",
+    torch.is_grad_enabled())``) that the forward decides with later: the first read of
+    the local in a decision's predicate or its call (``if overlap:``,
+    ``redistribute(..., async_op=async_op)``), else in any later predicate of
+    ``function``. The fix stays at the capture."""
     statement = entries[0].statement
     if function is None or not (
         isinstance(statement, ast.Assign)
         and len(statement.targets) == 1
         and isinstance(statement.targets[0], ast.Name)
-        and statement.value is origin
+        and _captures(statement.value, origin)
     ):
         return origin
     name = statement.targets[0].id
-    reads = [
-        read
-        for node in ast.walk(function)
-        if isinstance(node, (ast.If, ast.While, ast.IfExp)) and node.lineno > statement.lineno
-        for read in ast.walk(node.test)
-        if isinstance(read, ast.Name) and read.id == name
-    ]
-    return min(reads, key=lambda r: (r.lineno, r.col_offset)) if reads else origin
+
+    def reads(nodes: list[ast.AST]) -> list[ast.Name]:
+        return [
+            read
+            for node in nodes
+            for read in ast.walk(node)
+            if isinstance(read, ast.Name) and read.id == name and read.lineno > statement.lineno
+        ]
+
+    deciding: list[ast.AST] = []
+    for entry in entries:
+        node = entry.decision.node
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            deciding.append(node.test)
+        elif isinstance(node, ast.Call):
+            deciding += [*node.args, *(k.value for k in node.keywords)]
+    found = reads(deciding) or reads(
+        [n.test for n in ast.walk(function) if isinstance(n, (ast.If, ast.While, ast.IfExp))]
+    )
+    return min(found, key=lambda r: (r.lineno, r.col_offset)) if found else origin
+
+
+def _captures(value: ast.expr, origin: ast.AST) -> bool:
+    """Is ``value`` grad mode (``origin``) itself, or grad mode as a default: a branch of
+    a conditional whose other branch is a name (``grad if x is None else x``), the
+    default of ``getattr`` or of a mapping's ``get``/``pop``/``setdefault``?"""
+    if value is origin:
+        return True
+    if isinstance(value, ast.IfExp):
+        return (value.body is origin and isinstance(value.orelse, ast.Name)) or (
+            value.orelse is origin and isinstance(value.body, ast.Name)
+        )
+    if isinstance(value, ast.Call) and value.args and value.args[-1] is origin and not value.keywords:
+        name = value.func.id if isinstance(value.func, ast.Name) else getattr(value.func, "attr", "")
+        return (name == "getattr" and len(value.args) == 3) or (
+            name in ("get", "pop", "setdefault") and len(value.args) == 2
+        )
+    return False
 
 
 def lint_source(

@@ -1602,7 +1602,8 @@ class Interpreter:
         s = self.statement
         if s is None:
             return False
-        if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is node:
+        if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and _held_in(s.value, node):
+            # `ctx.x = v`, `self.fwd_cache[i] = (out, inputs if grad else [])`
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
             return all(bookkeeping_target(t) for t in targets)
         for sub in ast.walk(s):
@@ -2439,8 +2440,8 @@ class Interpreter:
         qualname = info.qualname
         passed = [*zip(info.positional[skip:], args), *keywords]
         for name, value in passed:
-            if value is None or not fed(name):
-                continue
+            if value is None or not fed(name) or not self._carries(value.bdd):
+                continue  # (a constant, `training=False`, selects nothing by grad mode)
             # what the selector receives: the argument where this call runs, "no call" else
             absent = self.bdd.atom(("not-called", id(node)))
             received = self.bdd.ite(self.pc, value.bdd, absent)
@@ -2476,6 +2477,13 @@ def _statement_arms(
         else:
             then = replace(then, effects=then.effects | after)
     return then, other
+
+
+def _held_in(value: ast.expr, node: ast.expr) -> bool:
+    """Is ``node`` ``value``, or an item of a tuple or list literal ``value`` is (at any depth)?"""
+    if value is node:
+        return True
+    return isinstance(value, (ast.Tuple, ast.List)) and any(_held_in(e, node) for e in value.elts)
 
 
 def _bound_library_function(target: FunctionRef | None) -> ast.expr | None:
