@@ -472,8 +472,10 @@ class _Analysis:
         if via:  # decided in a function the call runs, maybe in another file
             steps.extend(FlowStep(p.path, p.line, p.column, p.message) for p in via)
             call = first.decision.node
+            held = _captured_into(statement, origin)  # `async_op = grad if async_op is None else async_op`
             passed = isinstance(call, ast.Call) and any(
-                target[0] is a for a in (*call.args, *(k.value for k in call.keywords))
+                target[0] is a or (held is not None and isinstance(a, ast.Name) and a.id == held)
+                for a in (*call.args, *(k.value for k in call.keywords))
             )
             deciding = next((p for p in via if p.decides), via[-1])
             if passed or deciding.path != self.path:
@@ -754,14 +756,9 @@ def _deciding_read_of_capture(origin: ast.AST, entries: list[Entry], function: a
     ``redistribute(..., async_op=async_op)``), else in any later predicate of
     ``function``. The fix stays at the capture."""
     statement = entries[0].statement
-    if function is None or not (
-        isinstance(statement, ast.Assign)
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0], ast.Name)
-        and _captures(statement.value, origin)
-    ):
+    name = _captured_into(statement, origin)
+    if function is None or name is None:
         return origin
-    name = statement.targets[0].id
 
     def reads(nodes: list[ast.AST]) -> list[ast.Name]:
         return [
@@ -782,6 +779,19 @@ def _deciding_read_of_capture(origin: ast.AST, entries: list[Entry], function: a
         [n.test for n in ast.walk(function) if isinstance(n, (ast.If, ast.While, ast.IfExp))]
     )
     return min(found, key=lambda r: (r.lineno, r.col_offset)) if found else origin
+
+
+def _captured_into(statement: ast.stmt, origin: ast.AST) -> str | None:
+    """The local ``statement`` captures grad mode (the read ``origin``) into, purely or as
+    a default (:func:`_captures`); None where it does something else with it."""
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and _captures(statement.value, origin)
+    ):
+        return statement.targets[0].id
+    return None
 
 
 def _captures(value: ast.expr, origin: ast.AST) -> bool:

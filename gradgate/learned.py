@@ -248,7 +248,7 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
 
 
 #: an operator or keyword that makes a value more than an ``and`` of operands
-_NOT_A_CONJUNCTION = re.compile(rb"\bor\b|\bif\b|\bnot\b|\blambda\b")
+_NOT_A_CONJUNCTION = re.compile(rb"\bor\b|\bif\b|\blambda\b")
 _AND = re.compile(rb"\s+and\s+")
 _IDENTIFIER = re.compile(rb"[A-Za-z_][\w.]*")
 _RETURN = re.compile(rb"^([ \t]*)return[ \t]+", re.M)
@@ -257,8 +257,8 @@ _DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
 
 def _gated(value: bytes, call: re.Pattern[bytes], held: set[bytes], sources: list[bytes]) -> bool:
     """Is ``value`` an ``and`` of operands one of which is grad mode (a source's call, a
-    local holding one, a name spelling a source: TE's ``is_grad_enabled`` parameter):
-    a value grad off forces off?"""
+    local holding one, a name spelling a source: TE's ``is_grad_enabled`` parameter; not
+    its negation, though other operands may be negated): a value grad off forces off?"""
     if b" and " not in value or _NOT_A_CONJUNCTION.search(value):
         return False
     value = value.strip()
