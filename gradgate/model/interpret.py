@@ -332,6 +332,8 @@ class Interpreter:
         #: the values of reads of slots other modules fill (:meth:`_gated_slot`)
         self._gated: set[int] = set()
         self._declared_global: frozenset[str] | None = None
+        #: the handlers of the ``try`` statements whose bodies are being interpreted
+        self._handlers: list[list[ast.ExceptHandler]] = []
         #: how many loops (and comprehensions) the statement is in
         self.loops = 0
         #: the stream forward work is issued on (``with torch.cuda.stream(s):``), or None
@@ -729,8 +731,10 @@ class Interpreter:
         asked = self._arms_asked(s, test) if self._carries(c) else None
         if asked is not None:
             block, start = rest
-            arms = _statement_arms(s, block[start:], self._live(), self._communicates, self._inputs())
-            self._compare_arms(s, test, *arms, asked)
+            then, other = _statement_arms(s, block[start:], self._live(), self._communicates, self._inputs())
+            # an arm that raises what the enclosing `try` catches goes on in the handler
+            then, other = self._caught(then, s.body), self._caught(other, s.orelse)
+            self._compare_arms(s, test, then, other, asked)
         then_env, then_end, then_pc, then_origins = self._branch(c, test.origins, s.body, env)
         else_env, else_end, else_pc, else_origins = self._branch(self.bdd.negate(c), test.origins, s.orelse, env)
         return self._join(
@@ -741,6 +745,22 @@ class Interpreter:
             (then_env, then_end, then_pc, then_origins),
             (else_env, else_end, else_pc, else_origins),
         )
+
+    def _caught(self, arm: Arm, body: list[ast.stmt]) -> Arm:
+        """``arm`` (of the statements ``body``), where it ends raising an exception the
+        innermost enclosing ``try`` of the function catches (``if not grad: raise
+        ImportError(...)`` under ``except ImportError:``): no guard, but a path on into
+        the handler, whose effects it takes."""
+        if not arm.raises or not body or not isinstance(body[-1], ast.Raise) or not self._handlers:
+            return arm
+        raised = body[-1].exc
+        name = last_name(raised.func if isinstance(raised, ast.Call) else raised) if raised is not None else ""
+        for handler in self._handlers[-1]:
+            types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            if any(t is None or last_name(t) in (name, "Exception", "BaseException") for t in types):
+                handled = statements_arm(handler.body, self._live(), self._communicates, self._inputs())
+                return replace(arm, raises=handled.raises, effects=arm.effects | handled.effects)
+        return arm
 
     def _arms_asked(self, node: ast.AST, test: Value) -> frozenset[str] | None:
         """The names of the test of a decision whose arms are to be compared, or None
@@ -922,7 +942,11 @@ class Interpreter:
     def _try(self, s: ast.Try | ast.TryStar, env: Environment) -> str | None:
         before = env.copy()
         outer, env.written = env.written, set()  # from here: what the body changes
-        ended = self._block(s.body, env)
+        self._handlers.append(s.handlers)
+        try:
+            ended = self._block(s.body, env)
+        finally:
+            self._handlers.pop()
         if ended is None:
             ended = self._block(s.orelse, env)
         for handler in s.handlers:
