@@ -625,6 +625,13 @@ class ModuleIndex:
                     for target in statement.targets:
                         if isinstance(target, ast.Name):
                             bound.setdefault(target.id, []).append(statement.value)
+            init = self.classes[klass].methods.get("__init__") if klass in self.classes else None
+            if init is not None and init in self.functions:  # `self._active = lambda: ...` in `__init__`
+                for statement in own_statements(self.functions[init].node.body):
+                    if isinstance(statement, ast.Assign):
+                        for target in statement.targets:
+                            if isinstance(target, ast.Attribute) and dotted(target.value) == "self":
+                                bound.setdefault(target.attr, []).append(statement.value)
             found = self._lambdas[key] = {
                 name: values[0]
                 for name, values in bound.items()
