@@ -107,7 +107,7 @@ class ForwardCommGatedOnGradMode(Rule):
     CODE = "GG001"
     NAME = "forward-comm-gated-on-grad-mode"
     MESSAGE = "forward communication gated on grad mode"
-    DECISIONS = frozenset({"flag", "comm", "comm-option", "selection"})
+    DECISIONS = frozenset({"flag", "comm", "comm-option", "selection", "serialised"})
 
     VALID = [
         # the autograd Function and the raw collective of the same operation: one effect
@@ -251,6 +251,11 @@ class ForwardCommGatedOnGradMode(Rule):
             return (
                 f"forward communication `{name}(...)` is gated on grad mode (`{read}`): "
                 "under torch.no_grad() it is silently skipped"
+            )
+        if decision.kind == "serialised":
+            return (
+                f"the forward overlaps what `{name}` waits for only where grad mode is on (`{read}`): "
+                "under torch.no_grad() it waits there instead"
             )
         if decision.kind == "selection" and name == "stream":
             return (

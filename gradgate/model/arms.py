@@ -253,6 +253,16 @@ def _effect(node: ast.AST) -> Effect:
     return Effect(text, _calls(node), _names(node), assigns, through=through)
 
 
+#: calls that wait: on a stream, an event, a communication's handle (`work.wait()`)
+_WAITING = re.compile(r"^(wait\w*|_?wait_\w+|synchronize)$")
+
+
+def serialises(effect: Effect) -> bool:
+    """Does ``effect`` wait where the other arm does not (``work.wait()``,
+    ``torch.cuda.current_stream().synchronize()``): it serialises what the other overlaps?"""
+    return any(_WAITING.match(name) for name in effect.calls)
+
+
 def _orders_streams(node: ast.AST) -> bool:
     """Is ``node`` a call that orders CUDA streams or events (``wait_stream``,
     ``record_event``, ``synchronize``)?"""
@@ -286,6 +296,8 @@ def _state_call(call: ast.Call) -> bool:
     (``self._record_post_forward()``), or one that keeps a value for later
     (``self.inputs.append(x)``: retention for the backward): the forward's values do
     not flow through it (communication is judged by what the callee reaches, elsewhere)."""
+    if _WAITING.match(last_name(call.func)) or _orders_streams(call):
+        return False  # `work.wait()`, `stream.synchronize()`: what the forward runs after
     if not call.args and not call.keywords:
         return True
     func = call.func

@@ -66,6 +66,9 @@ CALLEE = register(DecisionKind("callee", True, "the function computing the forwa
 MODE_SWITCH = register(DecisionKind("mode-switch", True, "a module's train/eval switch", "training"))
 MODE_SELECTOR = register(DecisionKind("mode-selector", True, "a selector by train/eval mode", "training"))
 BRANCH = register(DecisionKind("branch", False, "what an arm of the forward runs", "numerics"))
+SERIALISED = register(
+    DecisionKind("serialised", False, "whether the forward overlaps what the other arm waits for", "performance")
+)
 FUNCTION_FORWARD_READ = register(
     DecisionKind("function-forward-read", False, "grad mode read in autograd.Function.forward", "dead-read")
 )

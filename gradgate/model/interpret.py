@@ -31,6 +31,7 @@ from .arms import (
     explained,
     expression_arm,
     live_names,
+    serialises,
     statements_arm,
     test_names_of,
     unchanged_parameters,
@@ -798,6 +799,15 @@ class Interpreter:
             if lost and not arm.saves and not explained(lost, replacement.effects - arm.effects, test_names, arm.kept):
                 decided = Value(condition, test.origins)
                 self._record("branch", arms_summary(lost), decided, node, key=("branch", side, id(node)))
+            elif (
+                not lost
+                and (waits := frozenset(e for e in replacement.effects - arm.effects if serialises(e)))
+                and not explained(waits, arm.effects, test_names, arm.kept)
+            ):
+                # `if hints.overlap: launch(x) else: stream.synchronize(); launch(x)`: the path
+                # asked for overlaps what the one without grad waits for
+                decided = Value(condition, test.origins)
+                self._record("serialised", arms_summary(waits), decided, node, key=("serialised", side, id(node)))
             elif not lost and replacement.effects and (regulariser := _regulariser(test_names)):
                 # `if grad and dropout_probability < self.layerdrop: continue`: a layer
                 # dropped at random, only with grad on (grad mode stands in for training)
