@@ -83,6 +83,8 @@ _TRANSPOSED = re.compile(r"(?i)(^|_)transposed?(_|$)|[a-z0-9]_t(_|$)")
 _GRAD_MODE_CONTEXT = re.compile(r"(?i)(^|\.)(no_grad|enable_grad|set_grad_enabled|inference_mode)\(")
 #: calls that allocate a buffer whose contents are written later
 _ALLOCATION = re.compile(r"(?i)^(empty|empty_like|new_empty|empty_strided|get_tensor|get_buffer|allocate\w*)$")
+#: what a buffer is taken from (`MemoryBuffer().get(...)`, `self.pool.acquire(...)`)
+_POOL = re.compile(r"(?i)buffer|pool|alloc|workspace")
 #: methods that keep a value for later (a list of activations for the backward)
 _RETAINING_METHODS = frozenset({"append", "extend", "insert", "appendleft", "put", "put_nowait"})
 #: calls that order CUDA streams and events: what the forward's kernels run after
@@ -237,11 +239,7 @@ def _effect(node: ast.AST) -> Effect:
         isinstance(n, ast.AugAssign) or (isinstance(n, ast.Attribute) and n.attr.endswith("_")) for n in ast.walk(node)
     )
     normal = _Normal().visit(copy.deepcopy(node)) if in_place else node  # (a copy only where something changes)
-    if (
-        isinstance(normal, ast.Assign)
-        and isinstance(normal.value, ast.Call)
-        and _ALLOCATION.match(last_name(normal.value.func))
-    ):
+    if isinstance(normal, ast.Assign) and isinstance(normal.value, ast.Call) and _allocates(normal.value):
         # where a buffer comes from (a pool, a new one) is not what the forward computes
         normal = ast.Assign(targets=normal.targets, value=ast.Name(id="<buffer>"), lineno=0)
     text = ast.unparse(normal)
@@ -267,6 +265,19 @@ def _orders_streams(node: ast.AST) -> bool:
     """Is ``node`` a call that orders CUDA streams or events (``wait_stream``,
     ``record_event``, ``synchronize``)?"""
     return isinstance(node, ast.Call) and bool(_STREAM_ORDER.match(last_name(node.func)))
+
+
+def _allocates(call: ast.Call) -> bool:
+    """Does ``call`` allocate a buffer (``torch.empty(...)``, ``x.new_empty(...)``,
+    ``MemoryBuffer().get(name, shape)``: a pool's ``get``)?"""
+    name = last_name(call.func)
+    if _ALLOCATION.match(name):
+        return True
+    return (
+        name in ("get", "acquire")
+        and isinstance(call.func, ast.Attribute)
+        and bool(_POOL.search(ast.unparse(call.func.value)))
+    )
 
 
 def _value_effects(value: ast.expr) -> list[Effect]:
