@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
 _TRAINING_NAME = re.compile(r"^(is_)?train(ing)?(_mode)?$")
 _MODE_KEYWORDS = re.compile(
-    r"^((is_)?train(ing)?(_mode)?|dropout(_p|_prob|_rate)?|p_?dropout|attention_dropout|hidden_dropout)$"
+    r"^((is_)?train(ing)?(_mode)?|dropout(_p|_prob|_rate)?|p_?dropout|attention_dropout|hidden_dropout|p)$"
 )
 _SELECTION_KEYWORDS = re.compile(r"(^|_)(group|pg|process_group)$")
 #: callees that take a training flag to say it, not to compute with it (logging, containers)
