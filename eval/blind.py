@@ -72,7 +72,8 @@ def run_gradgate(cases: Path) -> list[tuple[str, int, str]]:
     if done.returncode != 0:
         sys.stderr.write(done.stderr)
         raise SystemExit(2)
-    return sorted({(f["path"].removeprefix("./"), int(f["line"]), f["rule"]) for f in json.loads(done.stdout)})
+    entries = json.loads(done.stdout)  # (a notice, something not analysed, has no rule: no finding)
+    return sorted({(f["path"].removeprefix("./"), int(f["line"]), f["rule"]) for f in entries if f["rule"]})
 
 
 def score(labels: list[Label], findings: list[tuple[str, int, str]]) -> Score:

@@ -174,6 +174,8 @@ def run_gradgate(gradgate: list[str], result: Result, root: Path) -> None:
         return
     kept = []
     for item in items:
+        if item.get("rule") is None:
+            continue  # a notice (something not analysed), told on stderr as well
         path = PurePosixPath(str(item["path"]).replace("\\", "/")).as_posix().removeprefix("./")
         if excluded(path, EXCLUDE_DIRS):
             result.dropped += 1

@@ -238,7 +238,7 @@ def run_gradgate(gradgate: list[str], package: Package, root: Path) -> tuple[lis
         except json.JSONDecodeError as error:
             errors.append(f"{package.name}/{import_dir}: output is not JSON ({error})")
             continue
-        findings += [finding_from_json(package.name, item, root) for item in items]
+        findings += [finding_from_json(package.name, item, root) for item in items if item.get("rule") is not None]
     return findings, errors
 
 

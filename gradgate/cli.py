@@ -328,7 +328,7 @@ class Output:
         from . import reporters
 
         if self.output_format == "json":
-            return reporters.render_json(findings)
+            return reporters.render_json(findings, notices)
         if self.output_format == "sarif":
             return reporters.render_sarif(findings, errors, notices=notices, **sarif)
         if self.output_format == "github":

@@ -179,10 +179,31 @@ def finding_dict(finding: Finding) -> dict[str, object]:
     }
 
 
-def render_json(findings: Sequence[Finding]) -> str:
+def render_json(findings: Sequence[Finding], notices: Sequence[Notice] = ()) -> str:
+    """The findings as a JSON array, followed by what the run gave up on: an entry of a
+    notice has ``"rule": null`` (as ruff's JSON gives a syntax error ``"code": null``),
+    the message, and no fix, so a consumer that reads JSON alone still hears of it."""
     import json  # (the text format, the common one, needs none)
 
-    return json.dumps([finding_dict(f) for f in findings], indent=2) + "\n"
+    entries = [finding_dict(f) for f in findings] + [notice_dict(n) for n in notices]
+    return json.dumps(entries, indent=2) + "\n"
+
+
+def notice_dict(notice: Notice) -> dict[str, object]:
+    """One notice as a JSON entry shaped as a finding's, with no rule and no fix."""
+    return {
+        "path": notice.path,
+        "line": notice.line,
+        "column": 1 if notice.line else 0,
+        "end_line": notice.line,
+        "end_column": 1 if notice.line else 0,
+        "rule": None,
+        "message": notice.message,
+        "fixable": False,
+        "applicability": None,
+        "fix": None,
+        "flow": [],
+    }
 
 
 def unified_diff(result: FileResult) -> bytes:

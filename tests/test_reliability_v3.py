@@ -125,7 +125,24 @@ def test_a_run_that_gives_up_says_so(tmp_path, code, warning):
         "No findings in what was analysed. 1 part of the code not analysed (see the warnings).\n"
     )
     as_json = run_cli("check", "--no-cache", "--format", "json", "m.py", cwd=tmp_path)
-    assert json.loads(as_json.stdout) == [] and as_json.stderr.decode().splitlines() == [warning]
+    assert as_json.returncode == 0 and as_json.stderr.decode().splitlines() == [warning]
+    # the JSON alone says so too: an entry with no rule (as ruff's syntax errors), no fix
+    path, line, message = warning.removeprefix("warning: ").split(": ", 1)[0].split(":") + [warning.split(": ", 2)[2]]
+    assert json.loads(as_json.stdout) == [
+        {
+            "path": path,
+            "line": int(line),
+            "column": 1,
+            "end_line": int(line),
+            "end_column": 1,
+            "rule": None,
+            "message": message,
+            "fixable": False,
+            "applicability": None,
+            "fix": None,
+            "flow": [],
+        }
+    ]
     sarif = json.loads(run_cli("check", "--no-cache", "--format", "sarif", "m.py", cwd=tmp_path).stdout)
     (notice,) = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     assert notice["level"] == "warning" and notice["descriptor"] == {"id": "not-analysed"}
