@@ -2474,8 +2474,8 @@ class Interpreter:
         qualname = info.qualname
         passed = [*zip(info.positional[skip:], args), *keywords]
         for name, value in passed:
-            if value is None or not fed(name) or not self._carries(value.bdd):
-                continue  # (a constant, `training=False`, selects nothing by grad mode)
+            if value is None or not fed(name):
+                continue
             # what the selector receives: the argument where this call runs, "no call" else
             absent = self.bdd.atom(("not-called", id(node)))
             received = self.bdd.ite(self.pc, value.bdd, absent)
