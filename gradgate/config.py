@@ -143,6 +143,7 @@ class GradSources:
         keys: tuple[str, ...] = (),
         params: tuple[str, ...] = (),
         gated: tuple[str, ...] = (),
+        injected: tuple[str, ...] = (),
     ):
         #: qualified function -> 1 (grad mode) or -1 (its negation: inference mode)
         self.functions: dict[str, int] = {**{q: -1 for q in inference_functions}, **{q: 1 for q in grad_functions}}
@@ -157,6 +158,12 @@ class GradSources:
         #: (``overlap_ag=cfg.overlap_ag and grad``): read in another module, grad off
         #: forces them off there
         self.gated = frozenset(gated) - self.names
+        #: decorator -> the parameters its wrapper fills with grad mode (``@infer_training``
+        #: setting ``kwargs["training"]``): grad mode in a function so decorated
+        self.injected: dict[str, frozenset[str]] = {}
+        for pair in injected:
+            decorator, _, parameter = pair.partition(":")
+            self.injected[decorator] = self.injected.get(decorator, frozenset()) | {parameter}
         self._carriers: dict[str, int | None] = {}
 
     def polarity(self, qualified: str) -> int | None:
@@ -208,6 +215,7 @@ class GradSources:
             {q.rsplit(".", 1)[-1] for q in self.functions}
             | self.names
             | self.gated
+            | self.injected.keys()
             | self.keys
             | {p.rsplit(".", 1)[-1] for p in self.params}
             | _CARRIER_WORDS
@@ -220,7 +228,7 @@ class GradSources:
         The other spellings a carrier may have (``grad_mode``) are not scanned for: a
         module holding no source and no configured name reads grad mode only from its
         callers, whose analysis follows it there (and they share ``_enabled``, one scan)."""
-        names = {*(q.rsplit(".", 1)[-1] for q in self.functions), *self.names, *self.gated, *also}
+        names = {*(q.rsplit(".", 1)[-1] for q in self.functions), *self.names, *self.gated, *self.injected, *also}
         names |= {p.rsplit(".", 1)[-1] for p in self.params}
         names |= {f"{quote}{key}{quote}" for key in self.keys for quote in "'\""}
         kept = {n for n in names if not any(other != n and other in n for other in names)}
@@ -255,6 +263,7 @@ class Config:
     learned_keys: tuple[str, ...] = ()
     learned_params: tuple[str, ...] = ()
     learned_gated: tuple[str, ...] = ()
+    learned_injected: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from .registry import known_codes
@@ -287,13 +296,25 @@ class Config:
         return replace(self, **changes)
 
     def with_learned(
-        self, fields: tuple[str, ...], keys: tuple[str, ...], params: tuple[str, ...], gated: tuple[str, ...] = ()
+        self,
+        fields: tuple[str, ...],
+        keys: tuple[str, ...],
+        params: tuple[str, ...],
+        gated: tuple[str, ...] = (),
+        injected: tuple[str, ...] = (),
     ) -> Config:
         """This configuration with the run's learned carriers (:mod:`gradgate.learned`)."""
         learned = (self.learned_fields, self.learned_keys, self.learned_params, self.learned_gated)
-        if (fields, keys, params, gated) == learned:
+        if (fields, keys, params, gated, injected) == (*learned, self.learned_injected):
             return self
-        return replace(self, learned_fields=fields, learned_keys=keys, learned_params=params, learned_gated=gated)
+        return replace(
+            self,
+            learned_fields=fields,
+            learned_keys=keys,
+            learned_params=params,
+            learned_gated=gated,
+            learned_injected=injected,
+        )
 
     def for_file(self, path: str, root: str | None) -> Config:
         """This configuration as it applies to the file ``path``: the codes its
@@ -421,6 +442,7 @@ class Config:
             self.learned_keys,
             self.learned_params,
             self.learned_gated,
+            self.learned_injected,
         )
 
     def fingerprint(self) -> str:

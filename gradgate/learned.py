@@ -55,6 +55,9 @@ class Learned:
     #: fields the file stores a value *gated* by grad mode in (``overlap_ag=module.ub_overlap_ag
     #: and grad``), and properties and methods returning one: grad off forces them off
     gated: frozenset[str] = frozenset()
+    #: ``decorator:parameter`` of decorators whose wrapper fills a keyword argument with
+    #: grad mode (``kwargs.setdefault("training", torch.is_grad_enabled())``)
+    injected: frozenset[str] = frozenset()
 
     def __or__(self, other: Learned) -> Learned:
         return Learned(
@@ -63,6 +66,7 @@ class Learned:
             self.params | other.params,
             self.other | other.other,
             self.gated | other.gated,
+            self.injected | other.injected,
         )
 
     def names(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -73,6 +77,10 @@ class Learned:
             tuple(sorted(self.keys - self.other)),
             tuple(sorted(self.params)),
         )
+
+    def injected_names(self) -> tuple[str, ...]:
+        """The ``decorator:parameter`` pairs learned, sorted."""
+        return tuple(sorted(self.injected))
 
     def gated_names(self) -> tuple[str, ...]:
         """The fields learned to hold a value gated by grad mode (less those also stored
@@ -87,16 +95,17 @@ class Learned:
             *(f"p:{n}" for n in sorted(self.params)),
             *(f"o:{n}" for n in sorted(self.other)),
             *(f"g:{n}" for n in sorted(self.gated)),
+            *(f"i:{n}" for n in sorted(self.injected)),
         )
 
     @staticmethod
     def decoded(items: Iterable[str]) -> Learned:
-        parts: dict[str, set[str]] = {"f": set(), "k": set(), "p": set(), "o": set(), "g": set()}
+        parts: dict[str, set[str]] = {"f": set(), "k": set(), "p": set(), "o": set(), "g": set(), "i": set()}
         for item in items:
             kind, _, name = item.partition(":")
             if kind in parts and name:
                 parts[kind].add(name)
-        return Learned(*(frozenset(parts[k]) for k in "fkpog"))
+        return Learned(*(frozenset(parts[k]) for k in "fkpogi"))
 
 
 NOTHING = Learned()
@@ -244,7 +253,37 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
     gated |= _returning(data, lambda value: _gated(value, call, held, carriers))
     gated = {g for g in gated if g not in fields}
     gated = {g for g in gated if "_" in g.strip("_")}
-    return Learned(frozenset(fields), frozenset(keys), frozenset(params), frozenset(other), frozenset(gated))
+    injected = _injected(data, call, held)
+    return Learned(
+        frozenset(fields), frozenset(keys), frozenset(params), frozenset(other), frozenset(gated), frozenset(injected)
+    )
+
+
+_FILLED = re.compile(
+    rb"^([ \t]*)(?:if [^\n]*:[ \t]*)?(\w+)(?:\.setdefault\(\s*|\[\s*)['\"](\w+)['\"]\s*(?:,|\][ \t]*=(?!=))[ \t]*", re.M
+)
+
+
+def _injected(data: bytes, call: re.Pattern[bytes], held: set[bytes]) -> set[str]:
+    """``decorator:parameter`` where a wrapper fills its ``**kwargs`` entry with grad mode
+    (``kwargs.setdefault("training", torch.is_grad_enabled())``): the wrapper is the
+    nearest ``def`` above taking ``**kwargs``, the decorator the ``def`` enclosing it."""
+    found: set[str] = set()
+    for match in _FILLED.finditer(data):
+        value = _value(data, match.end())
+        if not (call.fullmatch(value) or value in held):
+            continue
+        receiver, key = match.group(2), match.group(3).decode()
+        above = list(_DEF.finditer(data, 0, match.start()))
+        wrapper = next((d for d in reversed(above) if len(d.group(1)) < len(match.group(1))), None)
+        if wrapper is None or not re.search(
+            rb"\*\*" + re.escape(receiver) + rb"\b", data[wrapper.start() : match.start()]
+        ):
+            continue
+        decorator = next((d for d in reversed(above) if len(d.group(1)) < len(wrapper.group(1))), None)
+        if decorator is not None:
+            found.add(f"{decorator.group(2).decode()}:{key}")
+    return found
 
 
 #: an operator or keyword that makes a value more than an ``and`` of operands

@@ -648,9 +648,15 @@ def _run(
     for index in analysed_hits:  # what the cached files store (recorded with their results)
         learned |= Learned.decoded(results[index].learned)  # type: ignore[union-attr]
     fields, keys, params = learned.names()
-    gated = learned.gated_names()
-    config = config.with_learned(fields, keys, params, gated)
-    carriers = (*fields, *(f"[{k}]" for k in keys), *(f"{p}=" for p in params), *(f"&{g}" for g in gated))
+    gated, injected = learned.gated_names(), learned.injected_names()
+    config = config.with_learned(fields, keys, params, gated, injected)
+    carriers = (
+        *fields,
+        *(f"[{k}]" for k in keys),
+        *(f"{p}=" for p in params),
+        *(f"&{g}" for g in gated),
+        *(f"@{i}" for i in injected),
+    )
     for index, item, source, spells in fresh:
         admit(index, item, source, spells, carriers)
     # results decided while the run had learned other carriers are decided again

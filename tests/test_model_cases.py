@@ -76,7 +76,7 @@ def run(case: Case) -> list[str]:
         learned = NOTHING
         for name in {"main.py", *case.files}:
             learned |= learn((root / name).read_bytes(), config.sources.grad_source_names())
-        config = config.with_learned(*learned.names(), learned.gated_names())
+        config = config.with_learned(*learned.names(), learned.gated_names(), learned.injected_names())
         return describe("\n".join(case.main) + "\n", config, main, Project(config, [main]))
 
 

@@ -122,7 +122,8 @@ class ModuleAnalysis:
         for info in self.index.functions.values():
             if info.backward:
                 continue
-            spelled = holds_line_within(lines, info.node.lineno, info.node.end_lineno or info.node.lineno)
+            first = min((d.lineno for d in info.node.decorator_list), default=info.node.lineno)  # (`@infer_training`)
+            spelled = holds_line_within(lines, first, info.node.end_lineno or info.node.lineno)
             if spelled or info.qualname in self.context.seeds or info.qualname in self.context.closures:
                 out.append(info)
         return out

@@ -453,8 +453,24 @@ class Interpreter:
                     f"parameter `{name}` taken as grad mode (no caller in the module supplies it)",
                 ),
             )
+        decorator = self._injecting(name)
+        if decorator is not None and name not in supplied:
+            said = f"parameter `{name}` filled with grad mode by `@{decorator}` (no caller in the module supplies it)"
+            return self._grad(1, arg, Step(arg.lineno, arg.col_offset, said))
         made = self.c.hints.annotated(arg.annotation, self.aliases) if self.c.project is not None else None
         return Value(self.bdd.param(self.qualname, name), ident=("param", self.qualname, name), made_by=made)
+
+    def _injecting(self, parameter: str) -> str | None:
+        """The decorator of the function whose wrapper fills ``parameter`` with grad mode
+        (:attr:`GradSources.injected`), if one does."""
+        injected = self.c.sources.injected
+        if not injected or self.info is None:
+            return None
+        for decorator in self.info.node.decorator_list:
+            name = last_name(decorator.func if isinstance(decorator, ast.Call) else decorator)
+            if parameter in injected.get(name, ()):
+                return name
+        return None
 
     def _called(self) -> bool:
         """Is the function called in the module (a caller not interpreted still supplies
