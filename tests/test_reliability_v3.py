@@ -127,7 +127,8 @@ def test_a_run_that_gives_up_says_so(tmp_path, code, warning):
     as_json = run_cli("check", "--no-cache", "--format", "json", "m.py", cwd=tmp_path)
     assert as_json.returncode == 0 and as_json.stderr.decode().splitlines() == [warning]
     # the JSON alone says so too: an entry with no rule (as ruff's syntax errors), no fix
-    path, line, message = warning.removeprefix("warning: ").split(": ", 1)[0].split(":") + [warning.split(": ", 2)[2]]
+    place, message = warning.removeprefix("warning: ").split(": ", 1)
+    path, line = place.split(":")
     assert json.loads(as_json.stdout) == [
         {
             "path": path,
