@@ -429,8 +429,11 @@ class _Analysis:
         target: tuple[ast.AST, int],
         fixed_too: frozenset[ast.AST],
     ) -> _Found | None:
-        first = entries[0]
-        statement = first.statement
+        statement = entries[0].statement
+        held = _captured_into(statement, origin)  # `async_op = grad if async_op is None else async_op`
+        # grad mode itself handed to a function that decides with it: that decision is the
+        # one shown, at its predicate (not a flag the capture also names)
+        first = next((e for e in entries if _passes_on(e, target[0], held)), entries[0])
         info = self.model.index.functions.get(first.decision.function)
         span = self.source.span(_deciding_read_of_capture(origin, entries, info.node if info is not None else None))
         line = span[0]
@@ -471,12 +474,7 @@ class _Analysis:
         via = first.decision.via
         if via:  # decided in a function the call runs, maybe in another file
             steps.extend(FlowStep(p.path, p.line, p.column, p.message) for p in via)
-            call = first.decision.node
-            held = _captured_into(statement, origin)  # `async_op = grad if async_op is None else async_op`
-            passed = isinstance(call, ast.Call) and any(
-                target[0] is a or (held is not None and isinstance(a, ast.Name) and a.id == held)
-                for a in (*call.args, *(k.value for k in call.keywords))
-            )
+            passed = _passes_on(first, target[0], held)
             deciding = next((p for p in via if p.decides), via[-1])
             if passed or deciding.path != self.path:
                 # grad mode itself passed on, or what it decides handed to another module:
@@ -779,6 +777,20 @@ def _deciding_read_of_capture(origin: ast.AST, entries: list[Entry], function: a
         [n.test for n in ast.walk(function) if isinstance(n, (ast.If, ast.While, ast.IfExp))]
     )
     return min(found, key=lambda r: (r.lineno, r.col_offset)) if found else origin
+
+
+def _passes_on(entry: Entry, read: ast.AST, held: str | None) -> bool:
+    """Does ``entry``'s decision hand grad mode itself (the ``read``, or the local
+    ``held`` capturing it) to a function that decides with it?"""
+    call = entry.decision.node
+    return (
+        bool(entry.decision.via)
+        and isinstance(call, ast.Call)
+        and any(
+            read is a or (held is not None and isinstance(a, ast.Name) and a.id == held)
+            for a in (*call.args, *(k.value for k in call.keywords))
+        )
+    )
 
 
 def _captured_into(statement: ast.stmt, origin: ast.AST) -> str | None:

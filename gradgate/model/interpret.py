@@ -1851,7 +1851,9 @@ class Interpreter:
             # a call of the library function with the bound arguments
             self._decisions_of_call(node, [*target.args, *args], [*target.keywords, *keywords], func=library)
         else:
-            self._decisions_of_call(node, args, keywords, elsewhere)
+            # `SeqAllToAll.apply(...)`: a function of the module (its `forward`) decides inside
+            seen = target is not None and not target.external and target.qualname in self.index.functions
+            self._decisions_of_call(node, args, keywords, elsewhere, seen=seen)
         if any(self.bdd.is_pure_grad(v.bdd) for v in (*args, *(v for _, v in keywords))):
             before = (receiver,) if receiver is not None else ()
             self.result.grad_taking_calls.append((node, (*before, *args, *(v for _, v in keywords))))
@@ -2156,6 +2158,7 @@ class Interpreter:
         keywords: list[tuple[str | None, Value]],
         elsewhere: list[Callee] | None = None,
         func: ast.expr | None = None,
+        seen: bool = False,
     ) -> None:
         """The decisions a call makes. Where the function it runs can be seen (in the
         module, or ``elsewhere``: what the project resolved it to), its body says whether
@@ -2163,7 +2166,7 @@ class Interpreter:
         function called, where the call spells another (a partial of it)."""
         func = func if func is not None else node.func
         resolved = self.index.resolve(func, self.owner, self.aliases)
-        decided_inside = bool(elsewhere)
+        decided_inside = bool(elsewhere) or seen
         keyword_nodes = {k.arg: k.value for k in node.keywords if k.arg is not None}
         # whether the call runs matters only where its path is gated: there the calls
         # of a visible callee into other modules are followed too
