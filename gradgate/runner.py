@@ -445,7 +445,7 @@ def _outside_pass(
         names: set[str] = set()
         for module in modules:
             if module not in exports:
-                exports[module] = _exports_of(module, context)
+                exports[module] = _exports_of(module, context, project, inside)
             names |= exports[module]
         also = frozenset(name.encode() for name in names)
         if also and may_hold_findings(source.data, context.config, also):
@@ -508,18 +508,43 @@ def _imported_outside(path: str, data: bytes, project: Project, inside: set[str]
     return tuple(sorted(found))
 
 
-def _exports_of(path: str, context: _Held) -> frozenset[str]:
+#: modules followed from a named file for what they return grad mode from, deep
+MAX_RELAY_MODULES = 3
+
+
+def _exports_of(
+    path: str,
+    context: _Held,
+    project: Project | None = None,
+    inside: set[str] | None = None,
+    memo: dict[str, frozenset[str]] | None = None,
+    depth: int = 0,
+) -> frozenset[str]:
     """The names of the functions the module ``path`` returns grad mode from (its
-    analysis, where its bytes may return grad mode at all)."""
+    analysis, where its bytes may return grad mode at all: a source's token, or the name
+    of a function a module it imports returns it from, followed ``MAX_RELAY_MODULES``
+    deep, as ``return grad_on()`` relays ``grad_on``)."""
     from .model.project import may_return_grad
 
+    memo = {} if memo is None else memo
+    if path in memo:
+        return memo[path]
+    memo[path] = frozenset()  # (an import cycle adds nothing)
     try:
         data = read_source(path).data
     except SourceError:
         return frozenset()
-    if not may_return_grad(data, context.config.prefilter_tokens()):
+    tokens = context.config.prefilter_tokens()
+    also: frozenset[bytes] = frozenset()
+    if not may_return_grad(data, tokens) and project is not None and inside is not None and depth < MAX_RELAY_MODULES:
+        names: set[str] = set()
+        for module in _imported_outside(path, data, project, inside):
+            names |= _exports_of(module, context, project, inside, memo, depth + 1)
+        also = frozenset(name.encode() for name in names)
+    if not may_return_grad(data, (*tokens, *also)):
         return frozenset()
-    return frozenset(context.analyse(path, data).exports)
+    memo[path] = frozenset(context.analyse(path, data, also).exports)
+    return memo[path]
 
 
 #: a run's options when none are given

@@ -150,6 +150,25 @@ def test_a_run_that_gives_up_says_so(tmp_path, code, warning):
     assert notice["message"]["text"] == "m.py: " + warning.split(": ", 2)[2]
 
 
+def test_grad_mode_returned_through_two_modules_is_followed(tmp_path):
+    """``c.py`` calls ``b.relay()``, which returns ``a.grad_on()``, which returns grad mode:
+    relayed through two modules, it decides in ``c.py``, checked with its package or
+    named alone (as pre-commit names it)."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("import torch\n\ndef grad_on():\n    return torch.is_grad_enabled()\n")
+    (package / "b.py").write_text("from .a import grad_on\n\ndef relay():\n    return grad_on()\n")
+    (package / "c.py").write_text(
+        "import torch.distributed as dist\nfrom .b import relay\n\ndef forward(x):\n    if relay():\n"
+        "        dist.all_reduce(x, async_op=True)\n    else:\n        dist.all_reduce(x)\n    return x\n"
+    )
+    for named in ("pkg", "pkg/c.py"):
+        result = run_cli("check", "--no-cache", "--format", "json", named, cwd=tmp_path)
+        assert result.returncode == 1, result.stderr.decode()
+        assert [(f["path"], f["line"], f["rule"]) for f in json.loads(result.stdout)] == [("pkg/c.py", 5, "GG001")]
+
+
 def test_a_function_past_the_budget_is_named(tmp_path):
     ors = " or ".join(f"v{i}" for i in range(10000))
     (tmp_path / "m.py").write_text(GATED + f"    y = {ors}\n")

@@ -496,7 +496,9 @@ class Project:
         if callee is not None:
             self._returned_of.setdefault(callee.module.name, set()).add(key)
             info = callee.module.index.functions[callee.qualname]
-            if callee.module.mentions_grad(info):
+            # (a function relaying another's, `return grad_on()`, spells that one's name)
+            relays = any(callee.module.spells(info, name) for name in self.grad_returning_names())
+            if callee.module.mentions_grad(info) or relays:
                 polarity = self.summary(callee.module, callee.qualname).returns_grad
                 found = (polarity, callee) if polarity is not None else None
         self._returned[key] = found
