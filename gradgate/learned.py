@@ -247,13 +247,13 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
     fields = {f for f in fields if "_" in f.strip("_") and f not in restored}
     # what returns grad mode itself (`def _grad_active(self): return torch.is_grad_enabled()`)
     # is grad mode where this file reads it (`self._grad_active and ...`)
-    returning = _returning(data, lambda value: bool(call.fullmatch(value)) or value in held)
+    returning = _returning(data, lambda value: bool(call.fullmatch(value)) or value in held, [*encoded, *held])
     fields |= {name for name in returning if _is_property(data, name)}  # read as a field elsewhere
     carriers = [*encoded, *(f.encode() for f in fields | returning)]
-    gated |= _returning(data, lambda value: _gated(value, call, held, carriers))
+    gated |= _returning(data, lambda value: _gated(value, call, held, carriers), [*carriers, *held])
     gated = {g for g in gated if g not in fields}
     gated = {g for g in gated if "_" in g.strip("_")}
-    injected = _injected(data, call, held)
+    injected = _injected(data, call, held, encoded)
     return Learned(
         frozenset(fields), frozenset(keys), frozenset(params), frozenset(other), frozenset(gated), frozenset(injected)
     )
@@ -264,12 +264,15 @@ _FILLED = re.compile(
 )
 
 
-def _injected(data: bytes, call: re.Pattern[bytes], held: set[bytes]) -> set[str]:
+def _injected(data: bytes, call: re.Pattern[bytes], held: set[bytes], sources: list[bytes]) -> set[str]:
     """``decorator:parameter`` where a wrapper fills its ``**kwargs`` entry with grad mode
     (``kwargs.setdefault("training", torch.is_grad_enabled())``): the wrapper is the
     nearest ``def`` above taking ``**kwargs``, the decorator the ``def`` enclosing it."""
     found: set[str] = set()
+    near = _near(data, [*sources, *held])
     for match in _FILLED.finditer(data):
+        if not near(match.end()):
+            continue
         value = _value(data, match.end())
         if not (call.fullmatch(value) or value in held):
             continue
@@ -327,13 +330,29 @@ def _closing(value: bytes) -> int:
     return -1
 
 
-def _returning(data: bytes, returns: Callable[[bytes], bool]) -> set[str]:
+def _near(data: bytes, words: Iterable[bytes]) -> Callable[[int], bool]:
+    """Whether a value starting at a position may spell one of ``words`` (one occurs
+    within :data:`_CALL_REACH` bytes after it): the few places worth reading a value at."""
+    import bisect
+
+    at = sorted(m.start() for word in set(words) if word for m in re.finditer(re.escape(word), data))
+
+    def near(start: int) -> bool:
+        i = bisect.bisect_left(at, start)
+        return i < len(at) and at[i] - start <= _CALL_REACH
+
+    return near
+
+
+def _returning(data: bytes, returns: Callable[[bytes], bool], words: Iterable[bytes]) -> set[str]:
     """The functions (properties, methods) with a ``return`` whose value ``returns``
     accepts (``return torch.is_grad_enabled() and bool(self.targets)``): the nearest
-    ``def`` above the ``return`` that is indented less."""
+    ``def`` above the ``return`` that is indented less. Only returns near one of
+    ``words`` (what such a value must spell) are read."""
     found: set[str] = set()
+    near = _near(data, words)
     for match in _RETURN.finditer(data):
-        if not returns(_value(data, match.end())):
+        if not near(match.end()) or not returns(_value(data, match.end())):
             continue
         indent = len(match.group(1))
         for definition in reversed(list(_DEF.finditer(data, 0, match.start()))):

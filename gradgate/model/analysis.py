@@ -75,6 +75,10 @@ class ModuleAnalysis:
         if source_lines is None:
             source_lines = split_lines(text or "")
         self._lines = lines = LineIndex(text, source_lines) if text is not None else None
+        #: each function's first line (its decorators included) and last; the answers of
+        #: :meth:`_relevant`
+        self._spans: list[tuple[FunctionInfo, int, int | None]] | None = None
+        self._relevant_for: dict[tuple[frozenset[str], ...], list[FunctionInfo]] = {}
         self.project = project if project is not None else Project(config)
         package = module_name(path)[1] if project is not None and not path.startswith("<") else None
         self.index = ModuleIndex(tree, config, lines.lines_with if lines is not None else None, package)
@@ -112,20 +116,34 @@ class ModuleAnalysis:
 
     # -- rounds --------------------------------------------------------------------------
     def _relevant(self, words: set[str]) -> list[FunctionInfo]:
+        """The functions worth interpreting: those whose lines (decorators included)
+        spell one of ``words``, and those the summaries so far reach (seeded parameters,
+        closures). Asked at every level of every round: remembered for the same question."""
         if self._lines is None:
             return [i for i in self.index.functions.values() if not i.backward]
+        context = self.context
         # the globals and attributes the module's functions store grad mode in are read
         # by functions that spell no source (`if RING_GRAD:`)
-        words = words | {a.removeprefix(GLOBAL) for a in self.context.attributes}
+        words = words | {a.removeprefix(GLOBAL) for a in context.attributes}
+        key = (frozenset(words), frozenset(context.seeds), frozenset(context.closures))
+        known = self._relevant_for.get(key)
+        if known is not None:
+            return known
+        if self._spans is None:
+            self._spans = [
+                (i, min((d.lineno for d in i.node.decorator_list), default=i.node.lineno), i.node.end_lineno)
+                for i in self.index.functions.values()
+                if not i.backward
+            ]
         lines = self._lines.lines_with(words)
-        out = []
-        for info in self.index.functions.values():
-            if info.backward:
-                continue
-            first = min((d.lineno for d in info.node.decorator_list), default=info.node.lineno)  # (`@infer_training`)
-            spelled = holds_line_within(lines, first, info.node.end_lineno or info.node.lineno)
-            if spelled or info.qualname in self.context.seeds or info.qualname in self.context.closures:
-                out.append(info)
+        out = [
+            info
+            for info, first, last in self._spans
+            if holds_line_within(lines, first, last or info.node.lineno)
+            or info.qualname in context.seeds
+            or info.qualname in context.closures
+        ]
+        self._relevant_for[key] = out
         return out
 
     def _grad_lambdas(self, words: set[str]) -> set[str]:
