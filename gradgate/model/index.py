@@ -252,6 +252,7 @@ class ModuleIndex:
         self.tree = tree
         self._filled: frozenset[str] | None = None
         self._loaded: frozenset[str] | None = None
+        self._globals: dict[str, frozenset[str]] = {}
         self.config = config
         self.package = package
         # imports in the module's blocks too (`try: from torch._C import is_grad_enabled as g`)
@@ -637,6 +638,18 @@ class ModuleIndex:
                 for name, values in bound.items()
                 if len(values) == 1 and isinstance(values[0], ast.Lambda)
             }
+        return found
+
+    def declared_global(self, qualname: str) -> frozenset[str]:
+        """The names the function ``qualname`` declares ``global`` (its statements read
+        once; most declare none)."""
+        found = self._globals.get(qualname)
+        if found is None:
+            info = self.functions.get(qualname)
+            statements = own_statements(info.node.body) if info is not None else iter(())
+            found = self._globals[qualname] = frozenset(
+                name for statement in statements if isinstance(statement, ast.Global) for name in statement.names
+            )
         return found
 
     def loads(self, name: str) -> bool:

@@ -1291,13 +1291,7 @@ class Interpreter:
     def _globals(self) -> frozenset[str]:
         """The names the function declares ``global``."""
         if self._declared_global is None:
-            node = self.info.node if self.info is not None else None
-            self._declared_global = frozenset(
-                name
-                for statement in (ast.walk(node) if node is not None else ())
-                if isinstance(statement, ast.Global)
-                for name in statement.names
-            )
+            self._declared_global = self.index.declared_global(self.qualname) if self.info is not None else frozenset()
         return self._declared_global
 
     def _backward_context(self) -> bool:
