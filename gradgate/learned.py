@@ -23,7 +23,16 @@ entry ``"name": SOURCE``, and a keyword argument ``name=SOURCE`` (a record's fie
 A name that some scanned file also stores something else in is not learned, nor are
 the names torch's own objects use for other things (``training``, ``grad``, ...), a
 field of one word (``prev``: too common a token to scan every file for), nor a field
-that saves grad mode to set it back (``torch.set_grad_enabled(self.prev)``).
+that saves grad mode to set it back (``torch.set_grad_enabled(self.prev)``). A property
+returning grad mode itself is such a field too.
+
+Two more kinds are learned the same way. A field, keyword of a record, property or
+function whose value is an ``and`` of operands one of which is grad mode (``overlap_ag=
+module.ub_overlap_ag and grad``, ``return torch.is_grad_enabled() and bool(targets)``) is
+*gated* (:attr:`Learned.gated`): read in another module it is grad mode and what else it
+holds, and decides there. A decorator whose wrapper fills its ``**kwargs`` with grad
+mode (``kwargs.setdefault("training", torch.is_grad_enabled())``) *injects* that
+parameter (:attr:`Learned.injected`): grad mode in a function so decorated.
 
 Only bytes are read here: no parsing, nothing imported but the standard library.
 """
