@@ -86,6 +86,59 @@ def test_a_field_also_stored_otherwise_is_not_learned():
     assert learn(default, ["is_grad_enabled"]).names() == (("is_train_step",), (), ())  # a default is no other meaning
 
 
+def test_slots_filled_with_a_value_grad_mode_gates_are_learned():
+    from gradgate.learned import learn
+
+    data = (
+        b"import torch\n"
+        b"class Cfg:\n"
+        b"    @classmethod\n"
+        b"    def make(cls, m, is_grad_enabled):\n"
+        b"        grad = torch.is_grad_enabled()\n"
+        b"        return cls(\n"
+        b"            overlap_ag=m.ub_overlap_ag and is_grad_enabled and not m.return_ln_out,\n"
+        b"            overlap_rs=m.ub_overlap_rs and grad,\n"
+        b"            fast_path=m.fast and not torch.is_grad_enabled(),\n"
+        b"            either_way=m.x or grad,\n"
+        b"        )\n"
+        b"    @property\n"
+        b"    def grad_active(self):\n"
+        b"        return torch.is_grad_enabled()\n"
+        b"    @property\n"
+        b"    def wants_prefetch(self):\n"
+        b"        return self.grad_active and bool(self.targets)\n"
+        b"    def use_async_comm(self):\n"
+        b"        return (self.async_comm and torch.is_grad_enabled())\n"
+        b"state.skip_sync = not torch.is_grad_enabled() and cond\n"
+    )
+    learned = learn(data, ["is_grad_enabled"])
+    # gated: a record's keyword (a negated other operand allowed), a property and a
+    # method returning `... and grad`; not: grad negated, an `or`. A property returning
+    # grad mode itself is a field (and an operand of the others)
+    assert learned.gated_names() == ("overlap_ag", "overlap_rs", "use_async_comm", "wants_prefetch")
+    assert learned.names()[0] == ("grad_active",)
+
+
+def test_a_decorator_filling_kwargs_with_grad_mode_is_learned():
+    from gradgate.learned import learn
+
+    data = (
+        b"import functools, torch\n"
+        b"def infer_training(fn):\n"
+        b"    @functools.wraps(fn)\n"
+        b"    def wrapper(x, *args, **kwargs):\n"
+        b"        if len(args) < 2:\n"
+        b"            kwargs.setdefault('training', torch.is_grad_enabled())\n"
+        b"        return fn(x, *args, **kwargs)\n"
+        b"    return wrapper\n"
+        b"def not_a_decorator(options):\n"
+        b"    options.setdefault('training', torch.is_grad_enabled())\n"
+        b"    return options\n"
+    )
+    # the wrapper's own `**kwargs` filled: learned for its decorator; a plain dict argument is not
+    assert learn(data, ["is_grad_enabled"]).injected_names() == ("infer_training:training",)
+
+
 LEARNED_PACKAGE = {
     "pkg/__init__.py": "",
     "pkg/meta.py": "import torch\n\n\ndef build_meta(mb):\n"
