@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, overload
 
 from .config import Config
 from .cstguard import odd_indent, refusal, text_refusal
@@ -573,11 +573,19 @@ class _Analysis:
             if found.plan is None:
                 continue
             try:
-                outcome = self.fixed_text([found])
+                outcome = self._fixed([found])
             except LintError:
                 continue
-            if outcome is not None:
-                self.found[index] = _Found(replace(found.finding, edit=_edit(self.text, outcome[0])), found.plan)
+            if outcome is None:
+                continue
+            touched = outcome[3]
+            # the lines one fix rewrites, compared in a window of the file around them (a
+            # file of 9,000 fixes is not compared whole 9,000 times); the whole where the
+            # window cannot tell
+            edit = _edit_near(self.lines, *touched[0]) if len(touched) == 1 else None
+            if edit is None:
+                edit = _edit(self.text, "".join(outcome[0]))
+            self.found[index] = _Found(replace(found.finding, edit=edit), found.plan)
 
     def fixable(self, unsafe_fixes: bool) -> list[_Found]:
         return [f for f in self.found if f.plan is not None and f.finding.fixable_with(unsafe_fixes)]
@@ -585,6 +593,12 @@ class _Analysis:
     def fixed_text(self, chosen: list[_Found]) -> tuple[str, list[Finding], int] | None:
         """Carry out the plans of ``chosen`` that do not overlap an earlier one; returns
         the new text, the findings fixed and the number of lines LibCST parsed."""
+        outcome = self._fixed(chosen)
+        return None if outcome is None else ("".join(outcome[0]), outcome[1], outcome[2])
+
+    def _fixed(self, chosen: list[_Found]) -> tuple[list[str], list[Finding], int, list[tuple[int, int, str]]] | None:
+        """:meth:`fixed_text` as the new lines (a rewritten run of lines is one item),
+        with each run rewritten: its first and last line in the file, and its new text."""
         from libcst.metadata import MetadataWrapper, PositionProvider
 
         from .fixes import PlanError, apply_plans
@@ -607,9 +621,10 @@ class _Analysis:
             return None
         lines = list(self.lines)
         cst_lines = 0
+        touched: list[tuple[int, int, str]] = []
         inline = [(p, f) for p, f in plans if self._inline(p)]
         for fix_plan, _ in sorted(inline, key=lambda pair: self.source.span(pair[0].statement), reverse=True):
-            self._fix_inline(lines, fix_plan)  # right to left: the spans before stay valid
+            touched.append(self._fix_inline(lines, fix_plan))  # right to left: the spans before stay valid
             cst_lines += 1
         pending = [p for p, _ in plans if not any(p is q for q, _ in inline)]
         parents = parent_map(self.blocks)
@@ -642,7 +657,8 @@ class _Analysis:
             if "\n" not in original_body and "\r" in original_body:
                 new_body = new_body.replace("\n", "\r")  # lone-CR lines: LibCST's new ones too
             lines[snippet.first - 1 : snippet.last] = [new_body]
-        return "".join(lines), [f for _, f in plans], cst_lines
+            touched.append((snippet.first, snippet.last, new_body))
+        return lines, [f for _, f in plans], cst_lines, touched
 
     def _inline(self, fix_plan: FixPlan) -> bool:
         """Is ``fix_plan`` an edit inside a simple statement that shares its line with
@@ -657,9 +673,10 @@ class _Analysis:
         after = self.lines[end_line - 1][end_column:]
         return bool(before.strip()) or (bool(after.strip()) and not after.lstrip().startswith("#"))
 
-    def _fix_inline(self, lines: list[str], fix_plan: FixPlan) -> None:
+    def _fix_inline(self, lines: list[str], fix_plan: FixPlan) -> tuple[int, int, str]:
         """Carry out ``fix_plan`` on its statement's text alone (see :meth:`_inline`),
-        in ``lines`` (the file's lines, changed in place)."""
+        in ``lines`` (the file's lines, changed in place); returns the lines rewritten
+        (first, last) and their new text."""
         from libcst.metadata import MetadataWrapper, PositionProvider
 
         from .fixes import PlanError, apply_plans
@@ -694,6 +711,7 @@ class _Analysis:
             raise _FixInvalid("a fix would drop a comment; file left unchanged")
         head, tail = lines[line - 1][:column], lines[end_line - 1][end_column:]
         lines[line - 1 : end_line] = [head + new + tail]
+        return line, end_line, head + new + tail
 
 
 #: the plans that change an expression inside their statement (see ``_Analysis._inline``)
@@ -708,12 +726,41 @@ def _numerics(entry: Entry) -> bool:
     return kind_of(entry.decision.kind).intent == "numerics"
 
 
-def _edit(old: str, new: str) -> Edit:
-    """The one region where ``new`` differs from ``old``, as an :class:`Edit`."""
+#: lines on each side of a fix's lines that :func:`_edit_near` compares with them
+_EDIT_WINDOW = 32
+
+
+def _edit_near(lines: list[str], first: int, last: int, new: str) -> Edit | None:
+    """The :class:`Edit` of a file whose lines ``first``..``last`` (of ``lines``) become
+    ``new``, as :func:`_edit` of the whole file would give it, found in a window of
+    :data:`_EDIT_WINDOW` lines around them; None where the common prefix runs to the
+    window's end (the file's might run further; its suffix cannot cross the prefix)."""
+    low, high = max(1, first - _EDIT_WINDOW), min(len(lines), last + _EDIT_WINDOW)
+    old = "".join(lines[low - 1 : high])
+    changed = "".join(lines[low - 1 : first - 1]) + new + "".join(lines[last:high])
+    edit = _edit(old, changed, ends_file=high == len(lines))
+    if edit is None:
+        return None
+    return replace(edit, line=edit.line + low - 1, end_line=edit.end_line + low - 1)
+
+
+@overload
+def _edit(old: str, new: str) -> Edit: ...
+@overload
+def _edit(old: str, new: str, ends_file: bool) -> Edit | None: ...
+def _edit(old: str, new: str, ends_file: bool = True) -> Edit | None:
+    """The one region where ``new`` differs from ``old``, as an :class:`Edit`. Where
+    ``old`` does not end the file (``ends_file`` False), None when one of them is a
+    prefix of the other (the common prefix might run on into what follows) or their
+    last characters differ (the end would be spelled at another line than the file's)."""
     from .source import common_prefix, common_suffix
 
     start = common_prefix(old, new)
+    if start == min(len(old), len(new)) and not ends_file:
+        return None
     end = common_suffix(old, new, min(len(old), len(new)) - start)
+    if end == 0 and not ends_file:
+        return None  # (the end of the window is the start of the line after it in the file)
 
     starts = [0]
     for piece in split_lines(old):

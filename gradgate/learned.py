@@ -182,23 +182,26 @@ def _module_call(callee: str) -> bool:
     return (len(parts) == 1 or (len(parts) == 2 and parts[0] == "self")) and parts[-1][:1].islower()
 
 
+_BRACKET = re.compile(rb"[()\[\]{}]")
+
+
 def _callee(data: bytes, at: int) -> str:
     """The dotted name of the function called with the keyword argument at ``at`` (""
     when not a call's): a class (``CamelCase``: ``Meta(needs_backward=...)``) takes its
-    fields so."""
+    fields so. The brackets of the :data:`_CALL_REACH` bytes before it are read, from the
+    nearest back, for the one left open."""
     depth = 0
     stop = max(0, at - _CALL_REACH)
-    while at > stop:
-        at -= 1
-        byte = data[at : at + 1]
+    for match in reversed(list(_BRACKET.finditer(data, stop, at))):
+        byte = match.group()
         if byte in b")]}":
             depth += 1
-        elif byte in b"([{":
-            if depth == 0:
-                if byte != b"(":
-                    return ""
-                found = _CALLEE.search(data, max(0, at - 200), at)
-                return found.group(1).decode() if found is not None else ""
+        elif depth == 0:
+            if byte != b"(":
+                return ""
+            found = _CALLEE.search(data, max(0, match.start() - 200), match.start())
+            return found.group(1).decode() if found is not None else ""
+        else:
             depth -= 1
     return ""
 

@@ -427,6 +427,15 @@ class BlockIndex:
     def __init__(self, tree: ast.Module) -> None:
         self._tree = tree
         self._found: dict[ast.stmt, tuple[ast.AST, list[ast.stmt]]] = {}
+        #: the first lines of each block's statements, by the block's id (a module of
+        #: 9,000 functions asks its top level for each finding)
+        self._starts: dict[int, list[int]] = {}
+
+    def _lines_of(self, block: list[ast.stmt]) -> list[int]:
+        starts = self._starts.get(id(block))
+        if starts is None:
+            starts = self._starts[id(block)] = [s.lineno for s in block]
+        return starts
 
     def get(
         self, statement: ast.stmt, default: tuple[ast.AST | None, list[ast.stmt]] = (None, [])
@@ -447,7 +456,7 @@ class BlockIndex:
         for _ in range(1000):
             chosen = None
             for block in _blocks_of(node):
-                at = bisect.bisect_right([s.lineno for s in block], line) - 1
+                at = bisect.bisect_right(self._lines_of(block), line) - 1
                 for candidate in block[max(at, 0) : at + 2] if at >= 0 else ():
                     if candidate is statement:
                         return node, block
@@ -466,23 +475,36 @@ class BlockIndex:
         node: ast.AST = self._tree
         line = statement.lineno
         for _ in range(1000):
-            inner = next(
-                (
-                    c
-                    for c in ast.iter_child_nodes(node)
-                    if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case))
-                    and getattr(c, "lineno", getattr(getattr(c, "pattern", None), "lineno", 0))
-                    <= line
-                    <= (getattr(c, "end_lineno", None) or line)
-                ),
-                None,
-            )
+            inner = self._child_holding(node, line)
             if inner is None or inner is statement:
                 return scope
             if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 scope = inner
             node = inner
         return scope
+
+    def _child_holding(self, node: ast.AST, line: int) -> ast.AST | None:
+        """The statement, handler or case directly under ``node`` whose lines hold
+        ``line``: the module's top level by bisection, other nodes (a few children) by
+        a scan."""
+        if isinstance(node, ast.Module):
+            import bisect
+
+            at = bisect.bisect_right(self._lines_of(node.body), line) - 1
+            candidates: list[ast.AST] = list(node.body[at : at + 1]) if at >= 0 else []
+        else:
+            candidates = list(ast.iter_child_nodes(node))
+        return next(
+            (
+                c
+                for c in candidates
+                if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case))
+                and getattr(c, "lineno", getattr(getattr(c, "pattern", None), "lineno", 0))
+                <= line
+                <= (getattr(c, "end_lineno", None) or line)
+            ),
+            None,
+        )
 
     def holder(self, statement: ast.stmt) -> ast.stmt | None:
         """The statement whose block holds ``statement`` (None at the top level)."""
