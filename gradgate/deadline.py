@@ -10,7 +10,15 @@ process's main thread (the CLI's process and its forked workers); when it fires,
 it starts a function or a decision and every few thousand diagram nodes, and the poll
 raises :class:`FileTimeout` once the thread's bound has passed; what runs between two
 polls (LibCST's parse of one file, bounded by ``engine.MAX_FILE_BYTES``) is not
-interrupted. ``docs/limits.md`` documents the bounds.
+interrupted.
+
+The per-file memory bound is kept by the same polls: every :data:`MEMORY_POLLS` of them
+the process's resident size is read (``/proc/self/statm``; where there is none, no
+memory bound), and past :func:`file_megabytes` (``GRADGATE_FILE_MEMORY``, megabytes;
+``0`` turns it off) :class:`FileOverMemory` is raised: the file is not analysed, a
+notice says so, and what the analysis held is let go before the next. It bounds the
+process while the file is analysed, the run's modules included, as the operating
+system would see it. ``docs/limits.md`` documents the bounds.
 """
 
 from __future__ import annotations
@@ -27,9 +35,43 @@ from collections.abc import Iterator
 DEFAULT_SECONDS = 60.0
 
 
+#: megabytes of resident memory a process may reach while it analyses one file (the
+#: worst probe of issue 29, a 4 MB line fixed, takes about 2.5 GB)
+DEFAULT_MEGABYTES = 4096
+#: polls between two readings of the resident size
+MEMORY_POLLS = 256
+
+
 class FileTimeout(BaseException):
     """One file's work ran past the per-file time bound (a BaseException: no handler of
     the engine's own errors may take it for one)."""
+
+
+class FileOverMemory(BaseException):
+    """One file's work took the process past the per-file memory bound."""
+
+
+def file_megabytes() -> float:
+    """The per-file memory bound in megabytes (``GRADGATE_FILE_MEMORY``; 0: none)."""
+    value = os.environ.get("GRADGATE_FILE_MEMORY")
+    if value is None:
+        return DEFAULT_MEGABYTES
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return DEFAULT_MEGABYTES
+
+
+def resident_bytes() -> int | None:
+    """The process's resident size now, or None where it cannot be read."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def file_seconds() -> float:
@@ -46,16 +88,44 @@ def file_seconds() -> float:
 class _Bound(threading.local):
     #: when this thread's bound passes (``time.monotonic()``); inf: no polled bound
     expiry = float("inf")
+    #: the resident bytes past which this thread's file is stopped; inf: none
+    memory = float("inf")
+    #: polls since the resident size was last read
+    polls = 0
 
 
 _BOUND = _Bound()
 
 
 def poll() -> None:
-    """Raise :class:`FileTimeout` if this thread's polled bound has passed."""
+    """Raise :class:`FileTimeout` if this thread's polled bound has passed, and
+    :class:`FileOverMemory` if the process is past the memory bound (read every
+    :data:`MEMORY_POLLS` polls)."""
     if time.monotonic() > _BOUND.expiry:
         _BOUND.expiry = float("inf")  # raised once: the handler's own work is not cut short
         raise FileTimeout()
+    if _BOUND.memory != float("inf"):
+        _BOUND.polls += 1
+        if _BOUND.polls >= MEMORY_POLLS:
+            _BOUND.polls = 0
+            resident = resident_bytes()
+            if resident is not None and resident > _BOUND.memory:
+                _BOUND.memory = float("inf")
+                raise FileOverMemory()
+
+
+@contextlib.contextmanager
+def memory_bound(megabytes: float) -> Iterator[None]:
+    """Raise :class:`FileOverMemory` in the block where a poll finds the process's
+    resident size past ``megabytes`` (0: no bound)."""
+    outer = _BOUND.memory
+    if megabytes > 0:
+        _BOUND.memory = min(outer, megabytes * 1024 * 1024)
+        _BOUND.polls = MEMORY_POLLS - 1  # the first poll reads it
+    try:
+        yield
+    finally:
+        _BOUND.memory = outer
 
 
 def _main_thread() -> bool:

@@ -182,17 +182,20 @@ def _job(
 
 def within_bound(path: str, data: bytes, work: Callable[[], FileResult]) -> FileResult:
     """``work``'s result for the file ``path``, or, where it runs past the per-file time
-    bound (:mod:`gradgate.deadline`), the file reported as not analysed (a notice)."""
-    from .deadline import FileTimeout, deadline, file_seconds
+    or memory bound (:mod:`gradgate.deadline`), the file reported as not analysed (a
+    notice)."""
+    from .deadline import FileOverMemory, FileTimeout, deadline, file_megabytes, file_seconds, memory_bound
 
-    seconds = file_seconds()
+    seconds, megabytes = file_seconds(), file_megabytes()
     try:
-        with deadline(seconds):
+        with deadline(seconds), memory_bound(megabytes):
             return work()
     except FileTimeout:
-        _PROJECTS.clear()  # a summary may have been cut short: the next file starts afresh
         what = f"file not analysed (past the per-file bound of {seconds:g} s)"
-        return FileResult(path, source=data, stage="ast", notices=(Notice(path, 0, what),))
+    except FileOverMemory:
+        what = f"file not analysed (past the per-file memory bound of {megabytes:g} MB)"
+    _PROJECTS.clear()  # a summary may have been cut short, and what it held goes: the next file starts afresh
+    return FileResult(path, source=data, stage="ast", notices=(Notice(path, 0, what),))
 
 
 def _analyse(job: Job) -> FileResult:

@@ -273,6 +273,22 @@ def test_a_file_past_the_time_bound_is_reported_and_the_run_goes_on(tmp_path):
     assert result.stdout.decode().startswith("small.py:5:16: GG001 ")
 
 
+def test_a_file_past_the_memory_bound_is_reported_and_the_run_goes_on(tmp_path):
+    """The resident size is read at the model's polls; past ``GRADGATE_FILE_MEMORY`` (MB)
+    the file is not analysed, said, and the next one is tried afresh (here every file
+    is past 1 MB: the interpreter alone is more)."""
+    (tmp_path / "a.py").write_text(GATED)
+    (tmp_path / "b.py").write_text(GATED)
+    bounded = run_cli("check", "--no-cache", "a.py", "b.py", cwd=tmp_path, env={"GRADGATE_FILE_MEMORY": "1"})
+    _no_traceback(bounded)
+    assert bounded.returncode == 0
+    assert bounded.stderr.decode().splitlines() == [
+        f"warning: {name}: file not analysed (past the per-file memory bound of 1 MB)" for name in ("a.py", "b.py")
+    ]
+    unbounded = run_cli("check", "--no-cache", "a.py", "b.py", cwd=tmp_path, env={"GRADGATE_FILE_MEMORY": "0"})
+    assert unbounded.returncode == 1 and unbounded.stderr.decode() == ""
+
+
 def test_a_document_checked_in_a_thread_keeps_the_time_bound(monkeypatch):
     # the language server checks in threads, where no SIGALRM timer can be armed: the
     # model polls the bound instead
