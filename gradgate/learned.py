@@ -281,9 +281,17 @@ def _injected(data: bytes, call: re.Pattern[bytes], held: set[bytes], sources: l
     (``kwargs.setdefault("training", torch.is_grad_enabled())``): the wrapper is the
     nearest ``def`` above taking ``**kwargs``, the decorator the ``def`` enclosing it."""
     found: set[str] = set()
-    near = _near(data, [*sources, *held])
-    for match in _FILLED.finditer(data):
-        if not near(match.end()):
+    # the lines that spell grad mode, each tried for a fill at its start (the fill and
+    # its value on one line): the few lines worth matching, not every line of the file
+    starts = {
+        data.rfind(b"\n", 0, m.start()) + 1
+        for word in {*sources, *held}
+        if word
+        for m in re.finditer(re.escape(word), data)
+    }
+    for start in sorted(starts):
+        match = _FILLED.match(data, start)
+        if match is None:
             continue
         value = _value(data, match.end())
         if not (call.fullmatch(value) or value in held):
@@ -342,16 +350,21 @@ def _closing(value: bytes) -> int:
     return -1
 
 
+#: how far after a ``return`` (or a keyword fill) its value may spell grad mode: a value
+#: of a few lines (the few places worth reading a whole value at)
+_VALUE_REACH = 400
+
+
 def _near(data: bytes, words: Iterable[bytes]) -> Callable[[int], bool]:
     """Whether a value starting at a position may spell one of ``words`` (one occurs
-    within :data:`_CALL_REACH` bytes after it): the few places worth reading a value at."""
+    within :data:`_VALUE_REACH` bytes after it)."""
     import bisect
 
     at = sorted(m.start() for word in set(words) if word for m in re.finditer(re.escape(word), data))
 
     def near(start: int) -> bool:
         i = bisect.bisect_left(at, start)
-        return i < len(at) and at[i] - start <= _CALL_REACH
+        return i < len(at) and at[i] - start <= _VALUE_REACH
 
     return near
 
