@@ -38,12 +38,17 @@ class ForwardCommGatedOnGradMode(Rule):
       (`group=`, `with torch.cuda.stream(s)`: any dependence on grad mode counts);
     - flags named for communication (above, and `dispatch`, `prefetch`, `p2p`) where the
       function they are handed does not read them; `skip_`/`no_`/`disable_` flags say the
-      path is *not* taken.
+      path is *not* taken;
+    - a path without grad that waits (`work.wait()`, `stream.synchronize()`) where the
+      path asked for overlaps (defers the wait, launches on a side stream).
 
     A decision made in a function the call runs, in this module or another, is reported
     at its deciding predicate: in the callee, at the read of the parameter that carries
-    grad mode, when grad mode itself is passed on; in the caller, where grad mode is
-    combined into what is passed (`f(async_op=self.async_op and grad)`).
+    grad mode, when grad mode itself is passed on or the callee is in another module; in
+    the caller, where grad mode is combined into what is passed to a function of the same
+    file (`f(async_op=self.async_op and grad)`). A slot another module fills with a value
+    grad mode gates (`cfg.overlap_ag` of `cls(overlap_ag=m.ub_overlap_ag and grad)`) is
+    reported where it is read, report only.
 
     The finding points at the grad-mode read through which grad mode enters the decision;
     the path it took from its capture is shown in `note:` lines (SARIF `codeFlows`).
