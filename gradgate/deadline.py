@@ -51,15 +51,21 @@ class FileOverMemory(BaseException):
     """One file's work took the process past the per-file memory bound."""
 
 
-def file_megabytes() -> float:
-    """The per-file memory bound in megabytes (``GRADGATE_FILE_MEMORY``; 0: none)."""
-    value = os.environ.get("GRADGATE_FILE_MEMORY")
+def _bound_from_environment(name: str, default: float) -> float:
+    """A bound set by the environment variable ``name`` (a number; 0: none), else
+    ``default`` (also where the value is no number)."""
+    value = os.environ.get(name)
     if value is None:
-        return DEFAULT_MEGABYTES
+        return default
     try:
         return max(0.0, float(value))
     except ValueError:
-        return DEFAULT_MEGABYTES
+        return default
+
+
+def file_megabytes() -> float:
+    """The per-file memory bound in megabytes (``GRADGATE_FILE_MEMORY``; 0: none)."""
+    return _bound_from_environment("GRADGATE_FILE_MEMORY", DEFAULT_MEGABYTES)
 
 
 def resident_bytes() -> int | None:
@@ -76,13 +82,7 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 def file_seconds() -> float:
     """The per-file bound in seconds (``GRADGATE_FILE_TIMEOUT``; 0: none)."""
-    value = os.environ.get("GRADGATE_FILE_TIMEOUT")
-    if value is None:
-        return DEFAULT_SECONDS
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return DEFAULT_SECONDS
+    return _bound_from_environment("GRADGATE_FILE_TIMEOUT", DEFAULT_SECONDS)
 
 
 class _Bound(threading.local):
