@@ -853,6 +853,9 @@ class ModuleIndex:
                     recorded = recorded and records_autograd(call.func, aliases)
                     continue
                 resolved = self.resolve(call.func, info.owner, aliases)
+                nested = f"{qualname}.<locals>.{call.func.id}" if isinstance(call.func, ast.Name) else ""
+                if nested in self.functions:  # `communicate_step()`, defined in the function that calls it
+                    resolved = (nested, 0)
                 if resolved is not None:
                     if depth < 32:
                         inner = self.comm_ops(resolved[0], depth + 1, outside)
