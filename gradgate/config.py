@@ -304,8 +304,14 @@ class Config:
         injected: tuple[str, ...] = (),
     ) -> Config:
         """This configuration with the run's learned carriers (:mod:`gradgate.learned`)."""
-        learned = (self.learned_fields, self.learned_keys, self.learned_params, self.learned_gated)
-        if (fields, keys, params, gated, injected) == (*learned, self.learned_injected):
+        learned = (
+            self.learned_fields,
+            self.learned_keys,
+            self.learned_params,
+            self.learned_gated,
+            self.learned_injected,
+        )
+        if (fields, keys, params, gated, injected) == learned:
             return self
         return replace(
             self,

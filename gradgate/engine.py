@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     import libcst as cst
     from libcst.metadata import CodeRange
 
+    from .model.interpret import FunctionResult
     from .rule import Rule
 
 #: what each kind of fix plan does, as a finding's ``fix_title``
@@ -391,10 +392,14 @@ class _Analysis:
             where = "" if path == self.path else f" (in {path})"
             self.notices.append(Notice(self.path, line if path == self.path else 0, f"{what} not followed{where}"))
 
+    def _owner(self, origin: ast.AST, entry: Entry) -> FunctionResult | None:
+        """The result of the function whose read ``origin`` is (:meth:`ModuleAnalysis.owner_of`)."""
+        function = None if entry.decision.function == "<module>" else entry.decision.function
+        return self.model.owner_of(origin, function)
+
     def _target(self, origin: ast.AST, entry: Entry) -> tuple[ast.AST, int]:
         """The grad-mode expression a fix sets at ``origin``, and its grad-on value."""
-        function = None if entry.decision.function == "<module>" else entry.decision.function
-        owner = self.model.owner_of(origin, function)
+        owner = self._owner(origin, entry)
         assert owner is not None  # an entry's origin is a read of the module
         _statement, sign, _trail = owner.origins[origin]
         return widen_to_pure_grad(origin, entry.statement, sign)
@@ -402,8 +407,7 @@ class _Analysis:
     def _carried(self, origin: ast.AST, entry: Entry) -> str | None:
         """The slot ``origin`` reads when another module fills it with a value grad mode
         gates (reported here, fixed there); else None."""
-        function = None if entry.decision.function == "<module>" else entry.decision.function
-        owner = self.model.owner_of(origin, function)
+        owner = self._owner(origin, entry)
         return owner.carried.get(origin) if owner is not None else None
 
     def _training_proxy(self, origin: ast.AST, entry: Entry) -> str | None:
@@ -435,7 +439,9 @@ class _Analysis:
         # one shown, at its predicate (not a flag the capture also names)
         first = next((e for e in entries if _passes_on(e, target[0], held)), entries[0])
         info = self.model.index.functions.get(first.decision.function)
-        span = self.source.span(_deciding_read_of_capture(origin, entries, info.node if info is not None else None))
+        span = self.source.span(
+            _deciding_read_of_capture(origin, held, entries, info.node if info is not None else None)
+        )
         line = span[0]
         text = self.lines[line - 1].rstrip("\r\n") if line <= len(self.lines) else ""
         statement_text = self.lines[statement.lineno - 1] if statement.lineno <= len(self.lines) else ""
@@ -792,16 +798,17 @@ def _comments(text: str) -> int:
         return text.count("#")
 
 
-def _deciding_read_of_capture(origin: ast.AST, entries: list[Entry], function: ast.AST | None) -> ast.AST:
+def _deciding_read_of_capture(
+    origin: ast.AST, name: str | None, entries: list[Entry], function: ast.AST | None
+) -> ast.AST:
     """Where a finding on ``origin`` is shown: ``origin`` itself, but for a pure capture
-    into a local (``overlap = torch.is_grad_enabled()``; a default: ``async_op =
-    torch.is_grad_enabled() if async_op is None else async_op``, ``getattr(self, "drop",
-    torch.is_grad_enabled())``) that the forward decides with later: the first read of
-    the local in a decision's predicate or its call (``if overlap:``,
-    ``redistribute(..., async_op=async_op)``), else in any later predicate of
+    into the local ``name`` (:func:`_captured_into`: ``overlap = torch.is_grad_enabled()``;
+    a default: ``async_op = torch.is_grad_enabled() if async_op is None else async_op``,
+    ``getattr(self, "drop", torch.is_grad_enabled())``) that the forward decides with
+    later: the first read of the local in a decision's predicate or its call (``if
+    overlap:``, ``redistribute(..., async_op=async_op)``), else in any later predicate of
     ``function``. The fix stays at the capture."""
     statement = entries[0].statement
-    name = _captured_into(statement, origin)
     if function is None or name is None:
         return origin
 

@@ -263,8 +263,7 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
     fields |= {name for name in returning if _is_property(data, name)}  # read as a field elsewhere
     carriers = [*encoded, *(f.encode() for f in fields | returning)]
     gated |= _returning(data, lambda value: _gated(value, call, held, carriers), [*carriers, *held])
-    gated = {g for g in gated if g not in fields}
-    gated = {g for g in gated if "_" in g.strip("_")}
+    gated = {g for g in gated if g not in fields and "_" in g.strip("_")}
     injected = _injected(data, call, held, encoded)
     return Learned(
         frozenset(fields), frozenset(keys), frozenset(params), frozenset(other), frozenset(gated), frozenset(injected)
@@ -283,12 +282,7 @@ def _injected(data: bytes, call: re.Pattern[bytes], held: set[bytes], sources: l
     found: set[str] = set()
     # the lines that spell grad mode, each tried for a fill at its start (the fill and
     # its value on one line): the few lines worth matching, not every line of the file
-    starts = {
-        data.rfind(b"\n", 0, m.start()) + 1
-        for word in {*sources, *held}
-        if word
-        for m in re.finditer(re.escape(word), data)
-    }
+    starts = {data.rfind(b"\n", 0, at) + 1 for at in _occurrences(data, [*sources, *held])}
     for start in sorted(starts):
         match = _FILLED.match(data, start)
         if match is None:
@@ -297,13 +291,12 @@ def _injected(data: bytes, call: re.Pattern[bytes], held: set[bytes], sources: l
         if not (call.fullmatch(value) or value in held):
             continue
         receiver, key = match.group(2), match.group(3).decode()
-        above = list(_DEF.finditer(data, 0, match.start()))
-        wrapper = next((d for d in reversed(above) if len(d.group(1)) < len(match.group(1))), None)
+        wrapper = _enclosing_def(data, match.start(), len(match.group(1)))
         if wrapper is None or not re.search(
             rb"\*\*" + re.escape(receiver) + rb"\b", data[wrapper.start() : match.start()]
         ):
             continue
-        decorator = next((d for d in reversed(above) if len(d.group(1)) < len(wrapper.group(1))), None)
+        decorator = _enclosing_def(data, wrapper.start(), len(wrapper.group(1)))
         if decorator is not None:
             found.add(f"{decorator.group(2).decode()}:{key}")
     return found
@@ -355,12 +348,23 @@ def _closing(value: bytes) -> int:
 _VALUE_REACH = 400
 
 
+def _occurrences(data: bytes, words: Iterable[bytes]) -> list[int]:
+    """Where ``data`` spells one of ``words``, in order."""
+    return sorted(m.start() for word in set(words) if word for m in re.finditer(re.escape(word), data))
+
+
+def _enclosing_def(data: bytes, at: int, indent: int) -> re.Match[bytes] | None:
+    """The nearest ``def`` above ``at`` indented less than ``indent``: the function whose
+    body holds what is there."""
+    return next((d for d in reversed(list(_DEF.finditer(data, 0, at))) if len(d.group(1)) < indent), None)
+
+
 def _near(data: bytes, words: Iterable[bytes]) -> Callable[[int], bool]:
     """Whether a value starting at a position may spell one of ``words`` (one occurs
     within :data:`_VALUE_REACH` bytes after it)."""
     import bisect
 
-    at = sorted(m.start() for word in set(words) if word for m in re.finditer(re.escape(word), data))
+    at = _occurrences(data, words)
 
     def near(start: int) -> bool:
         i = bisect.bisect_left(at, start)
@@ -379,9 +383,7 @@ def _returning(data: bytes, returns: Callable[[bytes], bool], words: Iterable[by
     for match in _RETURN.finditer(data):
         if not near(match.end()) or not returns(_value(data, match.end())):
             continue
-        indent = len(match.group(1))
-        for definition in reversed(list(_DEF.finditer(data, 0, match.start()))):
-            if len(definition.group(1)) < indent:
-                found.add(definition.group(2).decode())
-                break
+        definition = _enclosing_def(data, match.start(), len(match.group(1)))
+        if definition is not None:
+            found.add(definition.group(2).decode())
     return found

@@ -250,8 +250,8 @@ class ModuleIndex:
         functions that cannot hold what a question looks for; without it, none is skipped.
         ``package``: the package holding the module, for its relative imports."""
         self.tree = tree
-        self._filled: frozenset[str] | None = None
-        self._loaded: frozenset[str] | None = None
+        self._slots: tuple[frozenset[str], frozenset[str]] | None = None
+        self._comm_parameters: dict[str, dict[str, tuple[str, ast.expr | None]]] = {}
         self._globals: dict[str, frozenset[str]] = {}
         self.config = config
         self.package = package
@@ -655,29 +655,31 @@ class ModuleIndex:
     def loads(self, name: str) -> bool:
         """Does the module read an attribute called ``name`` (``x.name``), or call a
         function so named?"""
-        if self._loaded is None:
-            loaded: set[str] = set()
-            for node in ast.walk(self.tree):
-                if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                    loaded.add(node.attr)
-                elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                    loaded.add(node.id)
-            self._loaded = frozenset(loaded)
-        return name in self._loaded
+        return name in self._slot_names()[1]
 
     def fills(self, name: str) -> bool:
         """Does the module fill a slot called ``name``: store an attribute so named, pass
         a keyword so named, or define a function so named? (Then what it holds is the
         module's own to judge; a module that only reads it takes it from elsewhere.)"""
-        if self._filled is None:
+        return name in self._slot_names()[0]
+
+    def _slot_names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The names the module fills (:meth:`fills`) and reads (:meth:`loads`), found in
+        one walk of the module."""
+        if self._slots is None:
             filled: set[str] = {info.node.name for info in self.functions.values()}
+            loaded: set[str] = set()
             for node in ast.walk(self.tree):
                 if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
                     filled.add(node.attr)
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                    loaded.add(node.attr)
+                elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    loaded.add(node.id)
                 elif isinstance(node, ast.keyword) and node.arg is not None:
                     filled.add(node.arg)
-            self._filled = frozenset(filled)
-        return name in self._filled
+            self._slots = (frozenset(filled), frozenset(loaded))
+        return self._slots
 
     def reads_self_attribute(self, klass: str, attr: str, besides: str) -> bool:
         """Does a method of ``klass`` other than ``besides`` load ``self.attr``?"""
@@ -807,7 +809,14 @@ class ModuleIndex:
         """The parameters a function hands on as an option of a collective it calls
         itself (``def _a2a(self, t, async_op=False): all_to_all_single(..., async_op=async_op)``):
         each with the collective's keyword and the parameter's default, if it has one.
-        What a caller passes them is then the collective's option at that call."""
+        What a caller passes them is then the collective's option at that call (found
+        once a function)."""
+        known = self._comm_parameters.get(qualname)
+        if known is None:
+            known = self._comm_parameters[qualname] = self._find_comm_parameters(qualname)
+        return known
+
+    def _find_comm_parameters(self, qualname: str) -> dict[str, tuple[str, ast.expr | None]]:
         info = self.functions.get(qualname)
         if info is None:
             return {}

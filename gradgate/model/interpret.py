@@ -332,7 +332,6 @@ class Interpreter:
         self._differentiable: set[CommEffect] = set()
         #: the values of reads of slots other modules fill (:meth:`_gated_slot`)
         self._gated: set[int] = set()
-        self._declared_global: frozenset[str] | None = None
         #: the handlers of the ``try`` statements whose bodies are being interpreted
         self._handlers: list[list[ast.ExceptHandler]] = []
         #: how many loops (and comprehensions) the statement is in
@@ -501,8 +500,9 @@ class Interpreter:
             # where the parameter is read, and (as an origin) what its reads shape
             self.result.param_reads.setdefault(str(ident[2]), []).append(node)
             value = replace(value, origins=value.origins | {node})
-        if isinstance(ident, tuple) and len(ident) == 3 and ident[0] == "gated" and isinstance(node, ast.Name):
-            return self._gated_slot(node, ident[1], str(ident[2]))  # `flag = cfg.overlap_ag`, `if flag:`
+        slot = _gated_ident(ident)
+        if slot is not None and isinstance(node, ast.Name):
+            return self._gated_slot(node, *slot)  # `flag = cfg.overlap_ag`, `if flag:`
         if self.bdd.is_pure_grad(value.bdd) and value.items is None and value.fields is None:
             polarity = self.bdd.polarity(value.bdd)
             if self.statement is not None:
@@ -1108,7 +1108,8 @@ class Interpreter:
             if value.trail and self.bdd.is_pure_grad(value.bdd):
                 value = value.with_step(Step(target.lineno, target.col_offset, f"grad mode held in `{name}`"))
             env.bind_name(name, value)
-            if name in self._globals():  # `global RING_ATTN_GRAD` then a store: the module's, for every function
+            if self.info is not None and name in self.index.declared_global(self.qualname):
+                # `global RING_ATTN_GRAD` then a store: the module's, for every function
                 self.result.attribute_stores.append((GLOBAL + name, value, None))
             if self.c.is_flag(name):
                 self._record("flag", name, value, s, key=("flag-store", name, id(s)))
@@ -1288,12 +1289,6 @@ class Interpreter:
             )
         return self._opaque(("global", name))
 
-    def _globals(self) -> frozenset[str]:
-        """The names the function declares ``global``."""
-        if self._declared_global is None:
-            self._declared_global = self.index.declared_global(self.qualname) if self.info is not None else frozenset()
-        return self._declared_global
-
     def _backward_context(self) -> bool:
         s = self.statement
         if isinstance(s, ast.Assign) and any(
@@ -1448,9 +1443,9 @@ class Interpreter:
         """A call of a function another module defines to return a value grad mode gates
         (``sequence_overlap_active(cfg)``, ``self.args.ep_forward()``): as a read of a
         slot it fills (:meth:`_gated_slot`), at the call."""
-        ident = callee.ident
-        if isinstance(ident, tuple) and len(ident) == 3 and ident[0] == "gated":
-            name = str(ident[2])
+        slot = _gated_ident(callee.ident)
+        if slot is not None:
+            name = slot[1]
         elif isinstance(node.func, ast.Name) and callee.function is None:
             name = node.func.id
             if name not in self.c.sources.gated or self.index.fills(name):
@@ -2524,6 +2519,14 @@ def _statement_arms(
         else:
             then = replace(then, effects=then.effects | after)
     return then, other
+
+
+def _gated_ident(ident: object) -> tuple[object, str] | None:
+    """``(held atom, slot name)`` of a read of a slot another module fills
+    (:meth:`Interpreter._gated_slot`), else None."""
+    if isinstance(ident, tuple) and len(ident) == 3 and ident[0] == "gated":
+        return ident[1], str(ident[2])
+    return None
 
 
 def _held_in(value: ast.expr, node: ast.expr) -> bool:

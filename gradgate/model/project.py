@@ -497,8 +497,9 @@ class Project:
             self._returned_of.setdefault(callee.module.name, set()).add(key)
             info = callee.module.index.functions[callee.qualname]
             # (a function relaying another's, `return grad_on()`, spells that one's name)
-            relays = any(callee.module.spells(info, name) for name in self.grad_returning_names())
-            if callee.module.mentions_grad(info) or relays:
+            if callee.module.mentions_grad(info) or any(
+                callee.module.spells(info, name) for name in self.grad_returning_names()
+            ):
                 polarity = self.summary(callee.module, callee.qualname).returns_grad
                 found = (polarity, callee) if polarity is not None else None
         self._returned[key] = found
