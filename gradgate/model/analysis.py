@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from ..config import Config
 from ..records import record, replace
 from .bdd import FALSE, BudgetExceeded, Manager
+from .decisions import ARM_KINDS
 from .index import FunctionInfo, ModuleIndex, fed_training_parameters, mentions_training
 from .interpret import (
     GLOBAL,
@@ -491,7 +492,10 @@ class ModuleAnalysis:
                             continue  # a selector by train/eval mode fed grad mode: GG004's finding
                         message = f"grad mode passed as {part_of(f'`{parameter}`', item)} to `{callee.qualname}`"
                         enter = self.module.places(site.node.lineno, site.node.col_offset, message)
+                        asks_training = bdd.asks_training(part.bdd)
                         for effect in self.project.effects(callee, slot, item):
+                            if asks_training and effect.kind in ARM_KINDS:
+                                continue  # `update=self.training and grad`: a training approximation's arm
                             decided = Decision(
                                 effect.kind,
                                 effect.name,

@@ -623,6 +623,12 @@ def test_names_of(decision: ast.AST, grad_reads: Iterable[ast.AST] = ()) -> froz
     )
 
 
+def names_a_loss(name: str) -> bool:
+    """Does ``name`` hold a loss, its weight or its coefficient (``loss_coeff``,
+    ``aux_loss``, ``z_loss_weight``): what only the backward needs?"""
+    return bool(_LOSS_TEST.search(name) or _AUXILIARY_LOSS.search(name))
+
+
 def autograd_machinery(name: str) -> bool:
     """Is a function so named autograd's own machinery (checkpointing, recompute, a
     backward), where what grad mode decides is autograd's business?"""

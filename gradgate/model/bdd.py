@@ -32,6 +32,8 @@ class Manager:
         self._nodes: list[tuple[int, int, int]] = [(1 << 30, 0, 0), (1 << 30, 1, 1)]
         self._unique: dict[tuple[int, int, int], int] = {}
         self._atoms: dict[Hashable, int] = {"<grad mode>": GRAD}
+        #: variable -> its atom's key
+        self._keys: list[Hashable] = ["<grad mode>"]
         self._and: dict[tuple[int, int], int] = {}
         self._or: dict[tuple[int, int], int] = {}
         self._ite: dict[tuple[int, int, int], int] = {}
@@ -63,6 +65,7 @@ class Manager:
         var = self._atoms.get(key)
         if var is None:
             var = self._atoms[key] = len(self._atoms)
+            self._keys.append(key)
         return self._mk(var, FALSE, TRUE)
 
     @property
@@ -85,6 +88,12 @@ class Manager:
     def asks_recording(self, a: int) -> bool:
         """Does ``a`` ask whether autograd records a tensor?"""
         return any(v in self.recording_vars for v in self.support(a))
+
+    def asks_training(self, a: int) -> bool:
+        """Does ``a`` ask a module's training mode (``self.training``, ``model.training``,
+        a parameter ``training``), however the test spells it (``should_update =
+        self.training and grad``, then ``if should_update:``)?"""
+        return any(_training_key(self._keys[v]) for v in self.support(a))
 
     def param(self, function: str, name: str) -> int:
         """The atom of parameter ``name`` of ``function``, what its summary is about."""
@@ -327,3 +336,13 @@ class Manager:
     def polarity(self, a: int) -> int:
         """1 if the pure grad-mode value ``a`` is grad mode, 0 if its negation."""
         return 1 if self._nodes[a][2] == TRUE else 0
+
+
+def _training_key(key: Hashable) -> bool:
+    """Is ``key`` the atom of a training mode: the attribute ``training`` of an object,
+    or a parameter (or a summary's ``self.training``) so named?"""
+    if not isinstance(key, tuple) or len(key) != 3:
+        return False
+    if key[0] == "attr":
+        return key[2] == "training"
+    return key[0] == "param" and isinstance(key[2], str) and key[2].rsplit(".", 1)[-1] == "training"

@@ -73,5 +73,9 @@ FUNCTION_FORWARD_READ = register(
     DecisionKind("function-forward-read", False, "grad mode read in autograd.Function.forward", "dead-read")
 )
 
+#: the kinds a comparison of a decision's arms records (:mod:`.arms`): not asked where
+#: the decision asks the module's training mode too
+ARM_KINDS = frozenset({BRANCH.name, SERIALISED.name})
+
 #: the names of the kinds where any dependence on grad mode counts
 ANY_WAY_KINDS = frozenset(k.name for k in _KINDS.values() if k.any_way)

@@ -31,6 +31,7 @@ from .arms import (
     explained,
     expression_arm,
     live_names,
+    names_a_loss,
     serialises,
     statements_arm,
     test_names_of,
@@ -786,7 +787,7 @@ class Interpreter:
         if self.info is not None and autograd_machinery(self.info.node.name):
             return None  # `selective_checkpoint_context_fn`: autograd's own choices
         test_names = test_names_of(node, test.origins)
-        if "training" in test_names:
+        if "training" in test_names or self.bdd.asks_training(test.bdd):
             # `if self.training and grad:` / `if self.training is False or not grad:`: the
             # module's mode is asked too, and what that arm computes is a training
             # approximation its author gates on both (the kernel modes of GG003 judge the
@@ -905,8 +906,23 @@ class Interpreter:
                 va = self._opaque(("unbound", key))
             if vb is None:
                 vb = self._opaque(("unbound", key))
-            out[key] = self._join_values(c, c_origins, va, vb)
+            out[key] = self._for_the_loss(key, self._join_values(c, c_origins, va, vb))
         return out
+
+    def _for_the_loss(self, key: str, value: Value) -> Value:
+        """``value`` as bound to ``key``; where ``key`` holds a loss (its weight, its
+        coefficient) and grad mode takes part in deciding it (``if not grad: loss_coeff
+        = 0.0``, ``aux_loss = loss if grad else None``), a value of its own, grad mode
+        no longer in it: the loss is the backward's, and so is what it decides further
+        on (which kernel also returns the scores the loss needs). Grad mode itself held
+        under such a name (``compute_loss = torch.is_grad_enabled()``) stays grad mode."""
+        if (
+            not names_a_loss(key.rsplit(".", 1)[-1])
+            or not self.bdd.carries_grad(value.bdd)
+            or self.bdd.is_pure_grad(value.bdd)
+        ):
+            return value
+        return self._opaque(("loss", key, value.bdd))
 
     def _join_values(self, c: int, c_origins: frozenset[ast.AST], a: Value, b: Value) -> Value:
         if a == b:
@@ -1105,6 +1121,7 @@ class Interpreter:
     def _bind(self, target: ast.AST, value: Value, env: Environment, s: ast.stmt) -> None:
         if isinstance(target, ast.Name):
             name = target.id
+            value = self._for_the_loss(name, value)
             if value.trail and self.bdd.is_pure_grad(value.bdd):
                 value = value.with_step(Step(target.lineno, target.col_offset, f"grad mode held in `{name}`"))
             env.bind_name(name, value)
