@@ -22,7 +22,6 @@ from .bdd import FALSE, BudgetExceeded, Manager
 from .decisions import ARM_KINDS
 from .index import FunctionInfo, ModuleIndex, fed_training_parameters, mentions_training
 from .interpret import (
-    GLOBAL,
     PLAIN,
     CallSite,
     Context,
@@ -35,7 +34,7 @@ from .interpret import (
 from .lines import LineIndex, holds_line_within, split_lines
 from .project import Callee, Project, module_name, reference
 from .summary import part_of
-from .values import Step, Value
+from .values import GLOBAL, Step, Value
 
 MAX_ROUNDS = 6
 

@@ -253,6 +253,7 @@ class ModuleIndex:
         self._slots: tuple[frozenset[str], frozenset[str]] | None = None
         self._comm_parameters: dict[str, dict[str, tuple[str, ast.expr | None]]] = {}
         self._globals: dict[str, frozenset[str]] = {}
+        self._set_globals: frozenset[str] | None = None
         self.config = config
         self.package = package
         # imports in the module's blocks too (`try: from torch._C import is_grad_enabled as g`)
@@ -651,6 +652,13 @@ class ModuleIndex:
                 name for statement in statements if isinstance(statement, ast.Global) for name in statement.names
             )
         return found
+
+    def set_globals(self) -> frozenset[str]:
+        """The module's globals some function of it sets (``global X`` in its body): the
+        module's state, found once."""
+        if self._set_globals is None:
+            self._set_globals = frozenset(name for q in self.functions for name in self.declared_global(q))
+        return self._set_globals
 
     def loads(self, name: str) -> bool:
         """Does the module read an attribute called ``name`` (``x.name``), or call a

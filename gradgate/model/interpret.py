@@ -52,7 +52,7 @@ from .index import (
     records_autograd,
 )
 from .types import TypeHints, self_attribute
-from .values import SUPER, Environment, FunctionRef, Place, Step, Value
+from .values import GLOBAL, SUPER, Environment, FunctionRef, Place, Step, Value
 
 if TYPE_CHECKING:
     from .project import Callee, ModuleFile, Project
@@ -202,8 +202,9 @@ class FunctionResult:
     external_calls: list[CallSite] = field(default_factory=list)
     #: (attribute name, value stored, the class when the receiver is ``self``)
     attribute_stores: list[tuple[str, Value, str | None]] = field(default_factory=list)
-    #: ``self.attr = value`` in a method: (attribute, value, the statement)
-    self_stores: list[tuple[str, Value, ast.stmt]] = field(default_factory=list)
+    #: the state a function sets for other functions to read: ``self.attr = value`` in a
+    #: method (``attr``), ``global X; X = value`` (``global:X``): (slot, value, the statement)
+    state_stores: list[tuple[str, Value, ast.stmt]] = field(default_factory=list)
     #: calls that receive grad mode itself as an argument: (call, argument values)
     grad_taking_calls: list[tuple[ast.Call, tuple[Value, ...]]] = field(default_factory=list)
     #: each grad-mode read that became an origin: its statement, its polarity (1 for
@@ -233,10 +234,6 @@ class FunctionResult:
     #: gates (:meth:`Interpreter._gated_slot`): reported, never fixed, here
     carried: dict[ast.AST, str] = field(default_factory=dict)
 
-
-#: the prefix of a module global's entry among the module's attributes (``global x`` in a
-#: function, then ``x = torch.is_grad_enabled()``)
-GLOBAL = "global:"
 
 #: a class attribute some store of which is not grad mode
 PLAIN = Value(FALSE, ident="plain")
@@ -1128,6 +1125,7 @@ class Interpreter:
             if self.info is not None and name in self.index.declared_global(self.qualname):
                 # `global RING_ATTN_GRAD` then a store: the module's, for every function
                 self.result.attribute_stores.append((GLOBAL + name, value, None))
+                self.result.state_stores.append((GLOBAL + name, value, s))
             if self.c.is_flag(name):
                 self._record("flag", name, value, s, key=("flag-store", name, id(s)))
             else:
@@ -1145,7 +1143,7 @@ class Interpreter:
                 klass = self.owner if base == "self" else None
                 self.result.attribute_stores.append((target.attr, value, klass))
                 if klass is not None:
-                    self.result.self_stores.append((target.attr, value, s))
+                    self.result.state_stores.append((target.attr, value, s))
                 captured = (
                     klass is not None
                     and self.bdd.is_pure_grad(value.bdd)
@@ -1285,6 +1283,11 @@ class Interpreter:
             return self._read(stored.with_step(Step(node.lineno, node.col_offset, said)), node)
         if self.c.project is not None and name in self.aliases:  # maybe a function of another module
             return replace(self._opaque(("global", name)), function=FunctionRef(qualified, external=True))
+        if self.c.summarising and name in self.index.set_globals():
+            # `if _ASYNC_OUTPUT_A2A:` of a global a setter of the module sets: the module's
+            # state, what a summary says the global decides (a caller of the setter passes it)
+            slot = GLOBAL + name
+            return self._read(Value(self.bdd.param(self.qualname, slot), ident=("param", self.qualname, slot)), node)
         if self.c.summarising and ".<locals>." in self.qualname:
             enclosing = self.index.functions.get(self.qualname.rsplit(".<locals>.", 1)[0])
             if enclosing is not None and any(a.arg == name for a in enclosing.params):

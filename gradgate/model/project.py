@@ -30,7 +30,7 @@ from .lines import LineIndex, split_lines
 from .outline import is_outlined, parse_outline
 from .summary import EMPTY, Effect, FunctionSummary, PlaceMaker, compose, summarise
 from .types import TypeHints
-from .values import SUPER, FunctionRef
+from .values import GLOBAL, SUPER, FunctionRef
 
 #: how many calls deep a parameter's effects are followed, and how many are kept
 MAX_DEPTH = 12
@@ -638,14 +638,15 @@ class Project:
     def _follow(self, module: ModuleFile, qualname: str, parameter: str, depth: int) -> tuple[Effect, ...]:
         if "#" in qualname:  # an attribute of a class's objects: what its methods decide with it
             klass, _, attr = qualname.partition("#")
-            info = module.index.classes.get(klass)
-            spelled = f"self.{attr}"
-            methods = sorted(
-                m
-                for m in (info.methods.values() if info is not None else ())
-                if module.spells(module.index.functions[m], spelled)
-            )
-            found = [e for m in methods for e in self._parameter_effects(module, m, f"self.{attr}", depth + 1)]
+            if not klass:  # a global of the module (`global:X`): what its functions decide with it
+                spelled, slot = attr[len(GLOBAL) :], attr
+                candidates = list(module.index.functions)
+            else:
+                info = module.index.classes.get(klass)
+                spelled, slot = f"self.{attr}", f"self.{attr}"
+                candidates = list(info.methods.values()) if info is not None else []
+            methods = sorted(m for m in candidates if module.spells(module.index.functions[m], spelled))
+            found = [e for m in methods for e in self._parameter_effects(module, m, slot, depth + 1)]
             return tuple(found[:MAX_EFFECTS])
         summary = self.summary(module, qualname)
         out: list[Effect] = [e for p, e in summary.effects if p == parameter]

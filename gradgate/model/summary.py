@@ -17,7 +17,7 @@ from ..records import record, replace
 from .bdd import Manager
 from .decisions import kind_of
 from .interpret import FunctionResult, pure_grad_values
-from .values import Place, Value
+from .values import GLOBAL, Place, Value
 
 
 @record
@@ -37,7 +37,8 @@ class Link:
     """An argument that depends on parameter ``param``: ``slot`` (a position after the
     callee's ``skip`` leading parameters, or a keyword) of ``callee`` (module, qualname).
     A store ``self.attr = param`` is a link to ``Class#attr``, slot ``self.attr``: what
-    the methods of the class decide with the attribute."""
+    the methods of the class decide with the attribute; a store ``global X; X = param``
+    one to ``#global:X``, slot ``global:X``: what the module's functions decide with it."""
 
     param: str
     polarity: int
@@ -68,7 +69,7 @@ class FunctionSummary:
         if isinstance(slot, int):
             names = self.positional[skip:]
             name = names[slot] if 0 <= slot < len(names) else None
-        elif slot.startswith("self."):  # an attribute of the object (see :class:`Link`)
+        elif slot.startswith(("self.", GLOBAL)):  # the object's attribute, the module's global (:class:`Link`)
             name = slot
         else:
             name = slot if slot in self.positional or slot in self.keyword_only else None
@@ -160,16 +161,21 @@ def summarise(
                 message = f"`{name}` seen by the nested function `{inner.rsplit('.', 1)[-1]}`"
                 step = place(getattr(node, "lineno", 0), getattr(node, "col_offset", 0), message)
                 links.append(Link(name, 1, (module, inner), 0, f"^{name}", step))
-    for attr, value, node in result.self_stores:
-        if owner is None:
-            break
-        for var in bdd.params_in(value.bdd):  # `self.attr = param`: what the class's methods do with it
+    for attr, value, node in result.state_stores:
+        is_global = attr.startswith(GLOBAL)
+        if owner is None and not is_global:
+            continue
+        # `self.attr = param`: what the class's methods do with it; `global X; X = param`:
+        # what the module's functions do with it
+        slot = attr if is_global else f"self.{attr}"
+        for var in bdd.params_in(value.bdd):
             polarity = polarity_of(bdd, var, value)
             if polarity is None:
                 continue
             name = bdd.param_vars[var][2]
-            step = place(node.lineno, node.col_offset, f"`{name}` stored as `self.{attr}`")
-            links.append(Link(name, polarity, (module, f"{owner}#{attr}"), 0, f"self.{attr}", step))
+            shown = attr[len(GLOBAL) :] if is_global else slot
+            step = place(node.lineno, node.col_offset, f"`{name}` stored as `{shown}`")
+            links.append(Link(name, polarity, (module, f"{'' if is_global else owner}#{attr}"), 0, slot, step))
     returned = pure_grad_values(result.returns, bdd) if result.returns else None
     returns_grad = None if returned is None else (1 if bdd.polarity(returned.bdd) else -1)
     chooses = {

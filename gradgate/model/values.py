@@ -29,6 +29,10 @@ class Step:
 #: in the class's bases
 SUPER = "@super"
 
+#: the prefix of a module global's entry among the module's attributes and of its slot
+#: in a summary (``global x`` in a function, then ``x = torch.is_grad_enabled()``)
+GLOBAL = "global:"
+
 
 @record
 class Place:
