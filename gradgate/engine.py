@@ -849,7 +849,9 @@ def _passes_on(entry: Entry, read: ast.AST, held: str | None) -> bool:
 
 def _captured_into(statement: ast.stmt, origin: ast.AST) -> str | None:
     """The local ``statement`` captures grad mode (the read ``origin``) into, purely or as
-    a default (:func:`_captures`); None where it does something else with it."""
+    a default (:func:`_captures`), or the mapping it sets grad mode as the default entry
+    of (``kwargs.setdefault("apply_bias", torch.is_grad_enabled())``); None where it does
+    something else with it."""
     if (
         isinstance(statement, ast.Assign)
         and len(statement.targets) == 1
@@ -857,6 +859,15 @@ def _captured_into(statement: ast.stmt, origin: ast.AST) -> str | None:
         and _captures(statement.value, origin)
     ):
         return statement.targets[0].id
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "setdefault"
+        and isinstance(call.func.value, ast.Name)
+        and _captures(call, origin)
+    ):
+        return call.func.value.id
     return None
 
 

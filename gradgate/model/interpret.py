@@ -1161,10 +1161,13 @@ class Interpreter:
                     # option of an imported library, set for the forward it runs
                     self._record("choice", f"{base}.{target.attr}", chosen, s, key=("choice-store", id(s)))
         elif isinstance(target, ast.Subscript):
-            self.eval(target.value, env)
+            mapping = self.eval(target.value, env)
             index = target.slice
-            if isinstance(index, ast.Constant) and isinstance(index.value, str) and self.c.is_flag(index.value):
-                self._record("flag", index.value, value, s, key=("flag-store", index.value, id(s)))
+            if isinstance(index, ast.Constant) and isinstance(index.value, str):
+                if self.c.is_flag(index.value):
+                    self._record("flag", index.value, value, s, key=("flag-store", index.value, id(s)))
+                if isinstance(target.value, ast.Name) and (mapping.fields is not None or self._carries(value.bdd)):
+                    self._store_entry(target.value.id, mapping, index.value, value, env)  # `kwargs["async_op"] = g`
         elif isinstance(target, ast.Starred):
             self._bind(target.value, self._opaque(("starred", id(target))), env, s)
 
@@ -1513,6 +1516,8 @@ class Interpreter:
                     # mode under, or one spelling it
                     said = f"`[{key.value!r}]` taken as grad mode (a key grad mode is stored under)"
                     return self._read(self._grad(carried, node, Step(node.lineno, node.col_offset, said)), node)
+                if _parameter_of(base) is not None:  # `kwargs["async_op"]`: the parameter's entry
+                    return self._read(self._parameter_item(base, key.value), node)
         item = self._opaque(
             ("item", base.ident if base.ident is not None else ("v", base.bdd), ast.dump(key)), base.origins
         )
@@ -1846,6 +1851,10 @@ class Interpreter:
         if gated is not None:
             return gated
         self._chosen_callee(node, callee)
+        if receiver is not None:
+            entry = self._set_default(node, receiver, args, env)
+            if entry is not None:
+                return entry
         bound = tuple((k, v) for k, v in keywords if k)
         builtin = self._builtin(node, args, origins, receiver, bound)
         if builtin is not None:
@@ -2067,6 +2076,43 @@ class Interpreter:
             return value
         return None
 
+    def _set_default(self, node: ast.Call, mapping: Value, args: list[Value], env: Environment) -> Value | None:
+        """``kwargs.setdefault("apply_bias", torch.is_grad_enabled())`` on a mapping a name
+        holds: the entry where the mapping has it (a dict literal's is known), the default
+        where not; kept as the mapping's entry, which a ``**kwargs`` spread passes on.
+        None: another call."""
+        func = node.func
+        key = node.args[0] if node.args else None
+        if not (
+            isinstance(func, ast.Attribute)
+            and func.attr == "setdefault"
+            and isinstance(func.value, ast.Name)
+            and len(args) == 2
+            and not node.keywords
+            and isinstance(key, ast.Constant)
+            and isinstance(key.value, str)
+        ):
+            return None
+        found = mapping.field(key.value)
+        if found is not None:
+            return found
+        default = args[1]
+        literal = isinstance(mapping.ident, tuple) and mapping.ident[:1] == ("dict",)
+        if not literal:
+            where = mapping.ident if mapping.ident is not None else ("v", mapping.bdd)
+            has = self.bdd.atom(("has-key", where, key.value))
+            entry = self._opaque(("entry", where, key.value))
+            default = Value(self.bdd.ite(has, entry.bdd, default.bdd), default.origins)
+        self._store_entry(func.value.id, mapping, key.value, default, env)
+        return default
+
+    @staticmethod
+    def _store_entry(name: str, mapping: Value, key: str, value: Value, env: Environment) -> None:
+        """``name[key] = value`` (or a ``setdefault``) on the mapping ``name`` holds: the
+        mapping with that entry, what a ``**name`` spread passes on."""
+        fields = tuple((k, v) for k, v in mapping.fields or () if k != key)
+        env.bind_name(name, replace(mapping, fields=(*fields, (key, value))))
+
     def _builtin(
         self,
         node: ast.Call,
@@ -2143,6 +2189,14 @@ class Interpreter:
                 found = receiver.field(key.value)
                 if found is not None:
                     return self._read(found, node)
+                if _parameter_of(receiver) is not None and len(args) <= 2 and not node.keywords:
+                    # `kwargs.get("apply_bias", True)`: the parameter's entry where the caller
+                    # passes it, the default where not
+                    entry = self._read(self._parameter_item(receiver, key.value), node)
+                    if len(args) == 1:
+                        return entry
+                    has = self.bdd.atom(("has-key", receiver.ident, key.value))
+                    return Value(self.bdd.ite(has, entry.bdd, args[1].bdd), args[1].origins)
             if receiver is not None and len(args) == 2 and not node.keywords and self._carries(args[1].bdd):
                 # `kwargs.pop("is_train", torch.is_grad_enabled())`: the entry where the
                 # mapping has it, the default where not

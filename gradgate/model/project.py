@@ -710,6 +710,10 @@ def _parameter(module: ModuleFile, qualname: str, slot: int | str, skip: int, it
     else:
         known = slot in info.positional or any(a.arg == slot for a in args.kwonlyargs)
         name = slot if known else None
+        if name is None and args.kwarg is not None and item is None:  # into `**kwargs`: its entry
+            if module.index.config.sources.is_carrier_name(slot):
+                return None
+            name, item = args.kwarg.arg, slot
     if name is None or module.index.config.sources.is_carrier_name(name):
         return None
     if item is None:

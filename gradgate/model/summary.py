@@ -63,18 +63,6 @@ class FunctionSummary:
     #: parameters that choose what the function returns (by a branch or in the value)
     chooses_return: frozenset[str] = frozenset()
 
-    def parameter(self, slot: int | str, skip: int, item: int | None = None) -> str | None:
-        """The parameter a call's argument ``slot`` binds (``args[2]`` for an item of
-        it), or None."""
-        if isinstance(slot, int):
-            names = self.positional[skip:]
-            name = names[slot] if 0 <= slot < len(names) else None
-        elif slot.startswith(("self.", GLOBAL)):  # the object's attribute, the module's global (:class:`Link`)
-            name = slot
-        else:
-            name = slot if slot in self.positional or slot in self.keyword_only else None
-        return f"{name}[{item}]" if name is not None and item is not None else name
-
 
 EMPTY = FunctionSummary((), frozenset())
 
