@@ -1892,6 +1892,7 @@ class Interpreter:
                 [*leading, *self._positional(node, args)],
                 [(k, v) for k, v in named if k],
             )
+        self._callbacks(node, args, keywords)
         if target is not None and target.external and self.c.project is not None and self._matters(args, keywords):
             fields = self.c.project.record_fields(target)
             if fields is not None:  # a dataclass or NamedTuple of another module: its fields
@@ -1915,6 +1916,27 @@ class Interpreter:
                 assert branch.function is not None
                 self._call_module_function(node, branch.function, args, keywords, origins, condition)
         return self._opaque(("call", id(node)), origins)
+
+    def _callbacks(self, node: ast.Call, args: list[Value], keywords: list[tuple[str | None, Value]]) -> None:
+        """A partial of a function (of the module or another) handed to a call, its bound
+        arguments carrying grad mode (``_pre_forward(state, handles, functools.partial(
+        _unshard, allow_prefetch=grad))``): the call runs it, as if it were called here
+        with them. A hook registered for the backward is not run in the forward."""
+        if node in self.result.hook_factories:
+            return
+        if isinstance(node.func, ast.Attribute) and node.func.attr in BACKWARD_HOOK_REGISTRARS:
+            return
+        for value in (*args, *(v for _, v in keywords)):
+            ref = value.function
+            if ref is None or not self._matters(list(ref.args), list(ref.keywords)):
+                continue
+            if not ref.external and ref.qualname in self.index.functions:
+                site = CallSite(ref.qualname, ref.skip, ref.args, ref.keywords, node, self.qualname)
+                self.result.calls.append(site)
+            elif ref.external and self.c.project is not None:
+                found = self.c.project.callee(ref)
+                if found is not None:
+                    self._external_site(node, found, list(ref.args), list(ref.keywords), len(ref.args))
 
     def _resolved_elsewhere(
         self,
