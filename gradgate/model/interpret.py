@@ -344,6 +344,8 @@ class Interpreter:
         #: the lambdas made here, with the environment they close over: a call of one
         #: runs its body (``pick = lambda: fast if grad else plain; pick()(x)``)
         self._lambdas: dict[int, tuple[ast.Lambda, Environment]] = {}
+        #: subject -> constant -> the diagram of `subject == constant` (:meth:`_equality`)
+        self._equalities: dict[object, dict[object, int]] = {}
         self._lambda_depth = 0
 
     # -- entry ----------------------------------------------------------------------------
@@ -1579,7 +1581,7 @@ class Interpreter:
             tuple(type(o).__name__ for o in node.ops),
             tuple(v.ident if v.ident is not None else ("v", v.bdd) for v in (left, *rights)),
         )
-        compared = self._opaque(key, origins)
+        compared = self._equality(node.ops[0], left, rights, key, origins) or self._opaque(key, origins)
         falsy = len(rights) == 1 and isinstance(node.comparators[0], ast.Constant) and not node.comparators[0].value
         if falsy and self._carries(left.bdd):
             # `count > 0`, `handle is not None` of a value that is falsy on some paths
@@ -1590,6 +1592,27 @@ class Interpreter:
             if isinstance(op, (ast.Eq, ast.Is, ast.LtE)):
                 return Value(self.bdd.disj(self.bdd.negate(left.bdd), compared.bdd), origins)
         return compared
+
+    def _equality(
+        self, op: ast.cmpop, left: Value, rights: list[Value], key: tuple[object, ...], origins: frozenset[ast.AST]
+    ) -> Value | None:
+        """``tp_mode is Mode.REDUCE_SCATTER``, ``kind != "ring"``: a value compared with a
+        constant. The comparisons of one value with different constants exclude each
+        other (``tp_mode`` is never both ``ALL_REDUCE`` and ``REDUCE_SCATTER``), so that an
+        ``elif`` chain over them is the choice it is. None: another comparison."""
+        if len(rights) != 1 or left.ident is None or not isinstance(op, (ast.Eq, ast.Is, ast.NotEq, ast.IsNot)):
+            return None
+        constant = rights[0].ident
+        if not (_constant_ident(constant) or _member_ident(constant)):
+            return None
+        known = self._equalities.setdefault(left.ident, {})
+        equal = known.get(constant)
+        if equal is None:
+            equal = self.bdd.atom(("equals", left.ident, constant))
+            for other in known.values():
+                equal = self.bdd.conj(equal, self.bdd.negate(other))
+            known[constant] = equal
+        return Value(equal if isinstance(op, (ast.Eq, ast.Is)) else self.bdd.negate(equal), origins, ident=key)
 
     def _compare_chosen(
         self, op: ast.cmpop, left: Value, right: Value, right_node: ast.expr | None, key: tuple[object, ...]
