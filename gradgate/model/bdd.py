@@ -95,6 +95,12 @@ class Manager:
         self.training and grad``, then ``if should_update:``)?"""
         return any(_training_key(self._keys[v]) for v in self.support(a))
 
+    def in_training(self, a: int) -> int:
+        """``a`` where every training mode it asks is on (``self.training``): what a
+        training-only computation (dropout) does where it does anything."""
+        modes = {v: True for v in self.support(a) if _training_key(self._keys[v])}
+        return self.restrict_all(a, modes) if modes else a
+
     def param(self, function: str, name: str) -> int:
         """The atom of parameter ``name`` of ``function``, what its summary is about."""
         key = ("param", function, name)

@@ -1251,6 +1251,14 @@ class Interpreter:
     def _e_Constant(self, node: ast.Constant, env: Environment) -> Value:
         return Value(TRUE if node.value else FALSE, ident=("const", repr(node.value)))
 
+    def _e_JoinedStr(self, node: ast.JoinedStr, env: Environment) -> Value:
+        """An f-string: truthy where a literal part of it is not empty (``f"got {n}"``)."""
+        parts = [self.eval(v, env) for v in node.values if not isinstance(v, ast.Constant)]
+        origins = frozenset().union(*(p.origins for p in parts))
+        if any(isinstance(v, ast.Constant) and v.value for v in node.values):
+            return Value(TRUE, origins, ident=("expr", id(node)))
+        return self._opaque(("expr", id(node)), origins)
+
     def _e_Name(self, node: ast.Name, env: Environment) -> Value:
         value = env.values.get(node.id)
         if value is None:
@@ -2396,10 +2404,11 @@ class Interpreter:
                 if option is not None and resolved is not None and not self._used_by_callee(option, resolved, []):
                     continue  # a body we see that never reads it
                 self._record("choice", label, chosen, node, key=("choice", label, id(node)))
-        if _TRAINING_ONLY.search(last) and self._carries(self.pc):
+        if _TRAINING_ONLY.search(last) and self._carries(runs := self.bdd.in_training(self.pc)):
             # `if self.noisy_func is not None and grad: x = self.noisy_func(x)`: the training
-            # numerics in effect only with grad on
-            self._record("mode", f"{last}()", Value(self.pc, self.pc_origins), node, key=("mode-run", id(node)))
+            # numerics in effect only with grad on (where the module trains: dropout does
+            # nothing in eval, so a path taken only in eval does not count)
+            self._record("mode", f"{last}()", Value(runs, self.pc_origins), node, key=("mode-run", id(node)))
         if isinstance(func, ast.Attribute) and func.attr in _MODE_SWITCHES:
             on = _MODE_SWITCHES[func.attr]
             mode = args[0].bdd if (func.attr == "train" and args) else (TRUE if on else FALSE)
