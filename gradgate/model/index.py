@@ -33,6 +33,11 @@ BACKWARD_HOOK_REGISTRARS = frozenset(
         "register_post_accumulate_grad_hook",
     }
 )
+#: what registers a saved tensor's pack and unpack hooks (``torch.autograd.graph.
+#: saved_tensors_hooks(pack, unpack)``, or a class deriving it): they run as autograd
+#: saves a tensor for the backward, and what they decide is autograd's
+SAVED_TENSOR_HOOKS = "saved_tensors_hooks"
+
 #: decorators that keep a function's call signature
 _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "functools.wraps", "torch.no_grad"})
 
@@ -531,6 +536,7 @@ class ModuleIndex:
                         if isinstance(argument, ast.Name):
                             local = f"{prefix}{argument.id}"
                             hooked.add(local if local in self.functions else argument.id)
+        hooked |= self._saved_tensor_hooks()
         non_forward = self.config.non_forward_re
         for info in self.functions.values():
             if info.qualname in hooked or (non_forward.search(info.node.name) and not _stage_step(info)):
@@ -539,6 +545,33 @@ class ModuleIndex:
                 # an activation checkpointing wrapper's policy decides what the forward saves
                 # for the backward and what the backward recomputes: bookkeeping
                 info.backward = True
+
+    def _saved_tensor_hooks(self) -> set[str]:
+        """The functions registered as a saved tensor's pack and unpack hooks: the
+        arguments of ``saved_tensors_hooks(pack, unpack)``, and of ``super().__init__(pack,
+        unpack)`` in a class deriving it."""
+        hooks: set[str] = set()
+        derived = {k for k, c in self.classes.items() if any(b.endswith(SAVED_TENSOR_HOOKS) for b in c.bases)}
+        words = (SAVED_TENSOR_HOOKS, "__init__") if derived else (SAVED_TENSOR_HOOKS,)
+        for owner in self._functions_mentioning(*words):
+            info = self.functions.get(owner) if owner else None
+            in_derived = info is not None and info.owner in derived
+            prefix = f"{owner}.<locals>." if owner else ""
+            for call in self.calls_of(owner):
+                name = dotted(call.func) or ""
+                registers = name.endswith(SAVED_TENSOR_HOOKS) or (
+                    in_derived
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "__init__"
+                    and isinstance(call.func.value, ast.Call)
+                    and dotted(call.func.value.func) == "super"
+                )
+                if registers:
+                    for argument in call.args:
+                        if isinstance(argument, ast.Name):
+                            local = f"{prefix}{argument.id}"
+                            hooks.add(local if local in self.functions else argument.id)
+        return hooks
 
     # -- resolving calls ------------------------------------------------------------------
     def resolve(self, func: ast.AST, owner: str | None, aliases: dict[str, str]) -> tuple[str, int] | None:
