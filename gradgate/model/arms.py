@@ -161,6 +161,13 @@ def bookkeeping_target(target: ast.expr) -> bool:
     return bool(name) and bool(_BOOKKEEPING_NAME.search(name))
 
 
+def loss_target(target: ast.expr) -> bool:
+    """Does an assignment's ``target`` hold an auxiliary loss or a loss's weight
+    (:func:`names_a_loss`)?"""
+    name = _target_name(target)
+    return bool(name) and names_a_loss(name)
+
+
 def flag_like(value: ast.expr) -> bool:
     """A value a flag holds (a constant, a named constant such as ``Status.RECOMPUTE``, a
     condition): what it decides is judged where it is used, as the flag's value carries
@@ -623,10 +630,15 @@ def test_names_of(decision: ast.AST, grad_reads: Iterable[ast.AST] = ()) -> froz
     )
 
 
+#: a name holding a loss's weight (`loss_coeff`, `indexer_loss_weight`)
+_LOSS_WEIGHT = re.compile(r"(?i)(^|_)loss_(coeff|coef|coefficient|weight|factor)s?$")
+
+
 def names_a_loss(name: str) -> bool:
-    """Does ``name`` hold a loss, its weight or its coefficient (``loss_coeff``,
-    ``aux_loss``, ``z_loss_weight``): what only the backward needs?"""
-    return bool(_LOSS_TEST.search(name) or _AUXILIARY_LOSS.search(name))
+    """Does ``name`` hold an auxiliary loss (``aux_loss``, ``z_loss``, ``aux_router_logits``)
+    or a loss's weight (``loss_coeff``): what only the backward needs? (Not the loss
+    itself: ``loss`` is what the forward returns.)"""
+    return bool(_LOSS_WEIGHT.search(name) or _AUXILIARY_LOSS.search(name))
 
 
 def autograd_machinery(name: str) -> bool:

@@ -31,6 +31,7 @@ from .arms import (
     explained,
     expression_arm,
     live_names,
+    loss_target,
     names_a_loss,
     serialises,
     statements_arm,
@@ -682,7 +683,8 @@ class Interpreter:
     def _kernel_keyword(self, func: ast.expr, keyword: str) -> bool:
         """Is ``keyword`` an argument by which the called function computes the forward,
         not autograd's bookkeeping (``requires_grad=``, ``columnwise=``, ``use_reentrant=``),
-        a grad-mode pass-through (``is_grad_enabled=``) or a record's field?"""
+        an auxiliary loss's weight (``loss_coeff=``), a grad-mode pass-through
+        (``is_grad_enabled=``) or a record's field?"""
         last = last_name(func)
         if _NOT_KERNELS.match(last) or last in self.index.classes or last[:1].isupper() or last in _STREAM_CONTEXTS:
             return False
@@ -691,7 +693,11 @@ class Interpreter:
         root = (dotted(func) or "").split(".", 1)[0]
         if root not in self.aliases:
             return False
-        return not self.c.sources.is_carrier_name(keyword) and not _BOOKKEEPING_KEYWORDS.search(keyword)
+        return (
+            not self.c.sources.is_carrier_name(keyword)
+            and not _BOOKKEEPING_KEYWORDS.search(keyword)
+            and not names_a_loss(keyword)  # `loss_coeff=`: it weighs an auxiliary loss
+        )
 
     def _note_bound_sources(self, klass: str | None, env: Environment) -> None:
         for name, value in env.values.items():
@@ -1700,7 +1706,8 @@ class Interpreter:
         if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and _held_in(s.value, node):
             # `ctx.x = v`, `self.fwd_cache[i] = (out, inputs if grad else [])`
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-            return all(bookkeeping_target(t) for t in targets)
+            # (`aux_router_logits = router_logits if grad else None`: for an auxiliary loss)
+            return all(bookkeeping_target(t) or loss_target(t) for t in targets)
         for sub in ast.walk(s):
             if isinstance(sub, ast.Call):
                 if any(k.value is node and k.arg and _BOOKKEEPING_KEYWORDS.search(k.arg) for k in sub.keywords):
