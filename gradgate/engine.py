@@ -358,9 +358,10 @@ class _Analysis:
         targets = {origin: self._target(origin, entries[0]) for (_, origin), entries in by_origin.items()}
         fixed_too = frozenset(t for t, _ in targets.values())
         for (code, origin), entries in by_origin.items():
-            found = self._finding(rule_of[code], origin, entries, targets[origin], fixed_too)
-            if found is not None:
-                self.found.append(found)
+            for group in _by_deciding_place(entries, self.path):
+                found = self._finding(rule_of[code], origin, group, targets[origin], fixed_too)
+                if found is not None:
+                    self.found.append(found)
 
     def _libcst_can_fix(self, statement: ast.stmt) -> bool:
         """Can LibCST parse and reproduce ``statement``? Checked on the stdlib tree, so that "fixable" is said only
@@ -725,6 +726,21 @@ _EXPRESSION_ACTIONS = frozenset(
     {"remove-operand", "replace-by-child", "remove-element", "remove-argument", "substitute"}
 )
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef, ast.ClassDef)
+
+
+def _by_deciding_place(entries: list[Entry], path: str) -> list[list[Entry]]:
+    """The findings one grad-mode read makes: one, unless every decision it reaches is
+    taken in another module (grad mode handed there), where each deciding predicate
+    there is a finding of its own (ZeRO's prefetch loop and its quantized all-gather,
+    both gated by the ``grad_mode`` a hook passes in)."""
+    places: dict[tuple[str, int], list[Entry]] = {}
+    for entry in entries:
+        via = entry.decision.via
+        deciding = next((p for p in via if p.decides), via[-1]) if via else None
+        if deciding is None or deciding.path == path:
+            return [entries]
+        places.setdefault((deciding.path, deciding.line), []).append(entry)
+    return list(places.values())
 
 
 def _numerics(entry: Entry) -> bool:

@@ -75,6 +75,8 @@ _NUMERICS_FLAG = re.compile(r"(?i)(^|_)(use_)?(fused?|fusion|grouped_mm|flash|fp
 _PRECISION_FLAG = re.compile(r"(?i)(^|_)(fp32|fp16|bf16|full_prec(ision)?|precision|dtype|upcast)(_|$)")
 #: a flag named so chooses training-only behaviour (token dropping, capacity, noise)
 _TRAINING_FLAG = re.compile(r"(?i)(^|_)(drop(_and_pad|_tokens?|_tks)?|capacity(_factor)?|noise|noisy|jitter)(_|$)")
+#: methods after which a container holds an element (`params.append(p)`)
+_GROWING = frozenset({"append", "appendleft", "add", "insert"})
 #: calls that run a training-only regulariser or random draw (noise, jitter, dropout):
 #: run only with grad mode on, grad mode stands in for training mode
 _TRAINING_ONLY = re.compile(
@@ -443,7 +445,10 @@ class Interpreter:
         carried = sources.param_polarity(function, name)
         # configured or learned: whether or not the module calls the function
         named = name in sources.names or f"{function}.{name}" in sources.params
-        if carried is not None and name not in supplied and (named or not self._called()):
+        # a summary of a module that reads no grad mode itself: what the callers pass
+        # (they follow it here, :meth:`.project.ModuleFile.reads_grad`)
+        by_callers = self.c.summarising and self.c.module is not None and not self.c.module.reads_grad
+        if carried is not None and name not in supplied and (named or not self._called()) and not by_callers:
             return self._grad(
                 carried,
                 arg,
@@ -1893,6 +1898,7 @@ class Interpreter:
             entry = self._set_default(node, receiver, args, env)
             if entry is not None:
                 return entry
+            self._grown(node, receiver, env)
         bound = tuple((k, v) for k, v in keywords if k)
         builtin = self._builtin(node, args, origins, receiver, bound)
         if builtin is not None:
@@ -1992,9 +1998,8 @@ class Interpreter:
         if project is None:
             return []
         if target is not None and target.external:
-            if not self._matters([*target.args, *args], [*target.keywords, *keywords]) and not self._gated_question(
-                target
-            ):
+            passed = [*target.keywords, *keywords]
+            if not self._matters([*target.args, *args], passed, carriers=True) and not self._gated_question(target):
                 return []
             found = project.callee(target)
             return [found] if found is not None else []
@@ -2051,12 +2056,13 @@ class Interpreter:
             return True
         return target.qualname.rsplit(".", 1)[-1] in self.c.external_fed_names
 
-    def _matters(self, args: list[Value], keywords: list[tuple[str | None, Value]]) -> bool:
+    def _matters(self, args: list[Value], keywords: list[tuple[str | None, Value]], carriers: bool = False) -> bool:
         """Does an argument carry grad mode, or in a summary a parameter (what the
-        summary is about)?"""
+        summary is about)? ``carriers``: a keyword named as grad mode counts too."""
         # a keyword named as grad mode (`is_grad_enabled=...`): the callee takes its
-        # parameter as grad mode by that name, its findings are its own
-        named = (v for k, v in keywords if k is None or not self.c.sources.is_carrier_name(k))
+        # parameter as grad mode by that name where its module reads grad mode itself,
+        # its findings are then its own (:meth:`.project.ModuleFile.reads_grad`)
+        named = (v for k, v in keywords if carriers or k is None or not self.c.sources.is_carrier_name(k))
         return any(self._held(v) for v in (*args, *named))
 
     def _held(self, value: Value) -> bool:
@@ -2165,6 +2171,19 @@ class Interpreter:
             default = Value(self.bdd.ite(has, entry.bdd, default.bdd), default.origins)
         self._store_entry(func.value.id, mapping, key.value, default, env)
         return default
+
+    def _grown(self, node: ast.Call, container: Value, env: Environment) -> None:
+        """``prefetch.append(p)`` on a local container: not empty after it (a loop that
+        fills it only while grad mode is on leaves it empty without grad)."""
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in _GROWING
+            and isinstance(func.value, ast.Name)
+            and func.value.id in env.values
+            and container.bdd != TRUE
+        ):
+            env.bind_name(func.value.id, replace(container, bdd=TRUE, items=None))
 
     @staticmethod
     def _store_entry(name: str, mapping: Value, key: str, value: Value, env: Environment) -> None:

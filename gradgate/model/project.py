@@ -51,6 +51,15 @@ class ModuleFile:
     hints: TypeHints
     places: PlaceMaker
 
+    @functools.cached_property
+    def reads_grad(self) -> bool:
+        """Does the module spell a grad-mode token (what the bytes pre-filter looks for)?
+        Its own analysis then takes a parameter named as grad mode (``grad_mode``) as
+        grad mode; one that spells none is analysed only through its callers, whose
+        arguments the parameter then holds."""
+        tokens = [t.decode() for t in self.index.config.prefilter_tokens()]
+        return any(t in line for line in self.places.lines for t in tokens)
+
     def mentions_grad(self, info: FunctionInfo) -> bool:
         """Do the lines of ``info`` spell one of the grad-mode tokens?"""
         return any(self.spells(info, t.decode()) for t in self.index.config.prefilter_tokens())
@@ -711,10 +720,10 @@ def _parameter(module: ModuleFile, qualname: str, slot: int | str, skip: int, it
         known = slot in info.positional or any(a.arg == slot for a in args.kwonlyargs)
         name = slot if known else None
         if name is None and args.kwarg is not None and item is None:  # into `**kwargs`: its entry
-            if module.index.config.sources.is_carrier_name(slot):
+            if module.index.config.sources.is_carrier_name(slot) and module.reads_grad:
                 return None
             name, item = args.kwarg.arg, slot
-    if name is None or module.index.config.sources.is_carrier_name(name):
+    if name is None or (module.index.config.sources.is_carrier_name(name) and module.reads_grad):
         return None
     if item is None:
         return name

@@ -187,13 +187,22 @@ def _deciding_read(
 ) -> tuple[int, int]:
     """Where the decision at ``node`` reads ``parameter``: a read that shaped its value
     (one of its ``origins``), the last up to the decision (``if inference_mode and comm:``
-    for the collective under it); else the last read up to it; else the decision."""
+    for the collective under it), else the first inside it (a flag the ``while`` loop of
+    an ``if`` sets, decided where the ``if`` joins), else the first anywhere (a collective
+    called twice, decided where its first call is); else the last read up to it; else
+    the decision."""
     at = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
     all_reads = result.param_reads.get(parameter, [])
     shaping = [r for r in all_reads if r in origins]
     reads = [(getattr(r, "lineno", 0), getattr(r, "col_offset", 0)) for r in (shaping or all_reads)]
     before = [r for r in reads if r <= at or r[0] == at[0]]
-    return max(before) if before else at
+    if before:
+        return max(before)
+    end = getattr(node, "end_lineno", None) or at[0]
+    within = [r for r in reads if at[0] <= r[0] <= end]
+    if within:
+        return min(within)
+    return min(reads) if shaping else at
 
 
 def part_of(argument: str, item: int | str | None) -> str:
