@@ -37,7 +37,7 @@ from .config import Config
 from .cstguard import odd_indent, refusal, text_refusal
 from .model.analysis import MAX_ROUNDS, Entry, ModuleAnalysis, widen_to_pure_grad
 from .model.bdd import BudgetExceeded
-from .model.decisions import kind_of
+from .model.decisions import FLAG, kind_of
 from .model.fixplan import BlockIndex, FixPlan, SourceLines, odd_layout, parent_map, plan, substitute
 from .model.lines import split_lines
 from .model.project import Project
@@ -345,6 +345,7 @@ class _Analysis:
                     continue
                 for entry in entries:
                     by_origin.setdefault((rule.CODE, entry.origin), []).append(entry)
+        _flags_give_way(by_origin, self.path)
         # a read that gates a communication path and, through it, a kernel's argument (TE's
         # `ub=` of the GEMM, chosen by the overlap flag) is one finding: the numerics
         # kinds give way to any other kind reported at the same read
@@ -735,12 +736,37 @@ def _by_deciding_place(entries: list[Entry], path: str) -> list[list[Entry]]:
     both gated by the ``grad_mode`` a hook passes in)."""
     places: dict[tuple[str, int], list[Entry]] = {}
     for entry in entries:
-        via = entry.decision.via
-        deciding = next((p for p in via if p.decides), via[-1]) if via else None
-        if deciding is None or deciding.path == path:
+        deciding = _deciding_elsewhere(entry, path)
+        if deciding is None:
             return [entries]
         places.setdefault((deciding.path, deciding.line), []).append(entry)
     return list(places.values())
+
+
+def _flags_give_way(by_origin: dict[tuple[str, ast.AST], list[Entry]], path: str) -> None:
+    """A flag judged by its name alone (``{"overlap_shared_expert": overlap and grad}``)
+    gives way to the decisions another module takes with the value it holds, under any
+    rule: its use is seen there, and those are the findings (``by_origin`` is changed)."""
+    reads: dict[ast.AST, list[Entry]] = {}
+    for (_, origin), entries in by_origin.items():
+        reads.setdefault(origin, []).extend(entries)
+    for origin, entries in reads.items():
+        local = [e for e in entries if _deciding_elsewhere(e, path) is None]
+        if len(local) == len(entries) or any(e.decision.kind != FLAG.name for e in local):
+            continue
+        for key in [k for k in by_origin if k[1] is origin]:
+            kept = [e for e in by_origin[key] if _deciding_elsewhere(e, path) is not None]
+            if kept:
+                by_origin[key] = kept
+            else:
+                del by_origin[key]
+
+
+def _deciding_elsewhere(entry: Entry, path: str) -> Place | None:
+    """The deciding place of ``entry``'s decision where it is in another module, else None."""
+    via = entry.decision.via
+    deciding = next((p for p in via if p.decides), via[-1]) if via else None
+    return deciding if deciding is not None and deciding.path != path else None
 
 
 def _numerics(entry: Entry) -> bool:

@@ -307,7 +307,7 @@ class Interpreter:
         self.info = info
         self.index = context.index
         self.qualname = info.qualname if info else "<module>"
-        self.owner = info.owner if info else None
+        self.owner = _owner_of(info, self.index)
         self.aliases = self.index.aliases_of(info) if info else self.index.aliases
         self.result = FunctionResult()
         #: the names the function may read (None: the module's body, whose names other
@@ -2733,6 +2733,22 @@ def _spelled_source(func: ast.expr) -> str:
 def _callable_ident(ident: object) -> bool:
     """Does ``ident`` name what may be a function (a global, an attribute, a function)?"""
     return isinstance(ident, tuple) and bool(ident) and ident[0] in ("global", "attr", "function")
+
+
+def _owner_of(info: FunctionInfo | None, index: ModuleIndex) -> str | None:
+    """The class whose ``self`` a function reads: a method's, or for a function nested
+    in a method that binds no ``self`` of its own, the method's (``def custom_forward(x):
+    self.token_dispatcher.dispatch(x)`` inside ``forward``)."""
+    if info is None:
+        return None
+    if info.owner is not None or ".<locals>." not in info.qualname:
+        return info.owner
+    if any(a.arg == "self" for a in info.params):
+        return None
+    enclosing = index.functions.get(info.qualname.rsplit(".<locals>.", 1)[0])
+    if enclosing is None or enclosing.positional[:1] != ["self"]:
+        return None
+    return _owner_of(enclosing, index)
 
 
 def _constant_ident(ident: object) -> bool:
