@@ -161,6 +161,12 @@ def bookkeeping_target(target: ast.expr) -> bool:
     return bool(name) and bool(_BOOKKEEPING_NAME.search(name))
 
 
+def _decorator_name(decorator: ast.expr) -> str:
+    """The last name of a decorator (``contextlib.contextmanager`` -> ``contextmanager``)."""
+    node = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
 def loss_target(target: ast.expr) -> bool:
     """Does an assignment's ``target`` hold an auxiliary loss or a loss's weight
     (:func:`names_a_loss`)?"""
@@ -485,7 +491,12 @@ def live_names(function: ast.AST) -> frozenset[str]:
     #: name sets of which one live name makes all live (a call's operands, an item store)
     together: list[set[str]] = []
     nodes = list(_own_nodes(function))  # walked once, asked four times
-    returns_value = any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) and n.value is not None for n in nodes)
+    # a context manager's generator: what it yields is the `with`'s, what it does around
+    # the `yield` is its effect (TE's `prepare_forward` reducing the amaxes on exit)
+    manager = any(_decorator_name(d) == "contextmanager" for d in getattr(function, "decorator_list", ()))
+    returns_value = not manager and any(
+        isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) and n.value is not None for n in nodes
+    )
 
     def loads(node: ast.AST) -> set[str]:
         return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}

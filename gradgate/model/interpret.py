@@ -561,7 +561,10 @@ class Interpreter:
                 if value.function is not None:
                     self.result.returned_functions.append((value, s))
                 name = self.info.node.name if self.info is not None else ""
-                if name and self.c.is_flag(name.lstrip("_")):  # `def _should_overlap(self): return ...`
+                # `def _should_overlap(self): return ...`; one returning grad mode itself
+                # (`def ub_overlap_permitted(): return torch.is_grad_enabled()`) is a source,
+                # whose callers decide with it
+                if name and self.c.is_flag(name.lstrip("_")) and not self.bdd.is_pure_grad(value.bdd):
                     self._record("flag", name, value, s, key=("flag-return", id(s)))
             return "return"
         elif isinstance(s, ast.Raise):
