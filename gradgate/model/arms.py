@@ -58,9 +58,10 @@ NO_BACKWARD_PATH = re.compile(
     r"(?i)infer|(^|[\W_])inf([\W_]|$)|decod|eval|fast|no_?grad|no_?backward|graph|generat|predict|serv|cache"
     r"|fwd_only|forward_only|without_grad"
 )
-#: a value the backward uses or makes (`grad_weight`, `post_bwd_fn.apply`, `ctx`)
+#: a value the backward uses or makes (`grad_weight`, `post_bwd_fn.apply`, `ctx`; not a
+#: context of something else, FSDP's `comm_ctx`)
 _BACKWARD_VALUE = re.compile(
-    r"(?i)(^|_)(ctx|grads?|bwd|backward|for_backward|saved|wgrad|dgrad|offload\w*|detach\w*)(_|$)"
+    r"(?i)^ctx$|(^|_)(grads?|bwd|backward|for_backward|saved|wgrad|dgrad|offload\w*|detach\w*)(_|$)"
     r"|(^|_)(checkpoint|recompute)"
     r"|[a-z0-9]_t(_|$)|transpose_fused|fp8_transpose|cast_transpose|columnwise"  # FP8 transposes for the backward GEMMs
 )

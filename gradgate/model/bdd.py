@@ -138,14 +138,6 @@ class Manager:
             self._real[a] = done
         return done
 
-    def as_grad(self, a: int) -> int:
-        """``a`` with every read and parameter variable replaced by grad mode: how a
-        decision in a summary acts when its parameters are fed grad mode."""
-        done = self.real(a)
-        for var in sorted(self.support(done) & self.param_vars.keys()):
-            done = self.compose(done, var, self.grad)
-        return done
-
     def restrict_all(self, a: int, values: dict[int, bool]) -> int:
         for var, value in values.items():
             a = self.restrict(a, var, value)

@@ -818,12 +818,12 @@ class Interpreter:
         opposite polarity, correct. ``test_names``: :meth:`_arms_asked`'s."""
         if then.raises or other.raises:
             return  # a guard
-        view = self.bdd.as_grad(test.bdd)
-        for side, arm, condition, as_grad, replacement in (
-            ("then", then, test.bdd, view, other),
-            ("else", other, self.bdd.negate(test.bdd), self.bdd.negate(view), then),
+        views = self._grad_views(test.bdd)
+        for side, arm, condition, sign, replacement in (
+            ("then", then, test.bdd, False, other),
+            ("else", other, self.bdd.negate(test.bdd), True, then),
         ):
-            if self.bdd.restrict(as_grad, GRAD, False) != FALSE or self.bdd.restrict(as_grad, GRAD, True) == FALSE:
+            if not any(self._needs_grad(self.bdd.negate(v) if sign else v) for v in views):
                 continue
             lost = arm.effects - replacement.effects
             if lost and not arm.saves and not explained(lost, replacement.effects - arm.effects, test_names, arm.kept):
@@ -843,6 +843,23 @@ class Interpreter:
                 # dropped at random, only with grad on (grad mode stands in for training)
                 decided = Value(condition, test.origins)
                 self._record("mode", regulariser, decided, node, key=("mode-skip", side, id(node)))
+
+    def _grad_views(self, a: int) -> list[int]:
+        """``a`` as a function of grad mode: its reads as grad mode; with every parameter
+        it asks fed grad mode too (``x = grad if x is None else x``: a caller's grad
+        mode, or the default's); and with each parameter alone fed grad mode (``if not
+        async_op and overlap:`` needs grad in ``overlap``, not in ``async_op``)."""
+        real = self.bdd.real(a)
+        params = sorted(self.bdd.params_in(real))
+        every = real
+        for var in params:
+            every = self.bdd.compose(every, var, self.bdd.grad)
+        return [real, every, *(self.bdd.compose(real, v, self.bdd.grad) for v in params)]
+
+    def _needs_grad(self, view: int) -> bool:
+        """Is ``view`` (:meth:`_grad_views`) off without grad mode, and on with it for
+        some assignment of the rest?"""
+        return self.bdd.restrict(view, GRAD, False) == FALSE and self.bdd.restrict(view, GRAD, True) != FALSE
 
     def _communicates(self, effect: Effect) -> bool:
         """Does ``effect`` call a collective, or a function of the module that reaches
@@ -1230,10 +1247,12 @@ class Interpreter:
     def _record(self, kind: str, name: str, value: Value, node: ast.AST, key: tuple[object, ...]) -> None:
         if self.info is not None and self.info.backward:
             return
-        if kind == "flag" and name in self.c.sources.gated and not self.index.loads(name):
+        if kind == "flag" and not self.index.loads(name):
             # a slot filled here for another module to read (`Config(overlap_ag=a and grad)`,
-            # a property): its decision is reported there, at the deciding predicate
-            return
+            # a property; `ctx.overlap_copy_out = torch.is_grad_enabled()`, a field the run
+            # learned): its decision is reported there, at the deciding predicate
+            if name in self.c.sources.gated or (name in self.c.sources.names and self.bdd.is_pure_grad(value.bdd)):
+                return
         if kind == "flag" and INVERTED_FLAG.match(name):  # `skip_dispatch = ... or not grad`
             value = replace(value, bdd=self.bdd.negate(value.bdd))
         if (
