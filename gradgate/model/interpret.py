@@ -709,8 +709,7 @@ class Interpreter:
 
     def _note_bound_sources(self, klass: str | None, env: Environment) -> None:
         for name, value in env.values.items():
-            ident = value.ident
-            if isinstance(ident, tuple) and ident and ident[0] == "grad-function" and "." not in name:
+            if _is_grad_function(value) and "." not in name:
                 self.c.bound_sources[(klass, name)] = value
 
     def _bound_source(self, klass: str | None, name: str, depth: int = 0) -> Value | None:
@@ -1172,6 +1171,10 @@ class Interpreter:
                 env.set(f"{base}.{target.attr}", value)
             else:
                 self.eval(target.value, env)
+            if base == "self" and self.owner is not None and _is_grad_function(value):
+                # `self._grad_mode = torch.is_grad_enabled`: the source itself, bound on the
+                # object as a class body binds it (`self._grad_mode()` reads grad mode)
+                self.c.bound_sources[(self.owner, target.attr)] = value
             if not owner_is_ctx:
                 klass = self.owner if base == "self" else None
                 self.result.attribute_stores.append((target.attr, value, klass))
@@ -2135,34 +2138,29 @@ class Interpreter:
 
     def _grad_source(self, node: ast.Call, callee: Value, args: list[Value]) -> Value | None:
         ident = callee.ident
-        if (
-            isinstance(ident, tuple)
-            and ident
-            and ident[0] == "grad-function"
-            and not node.args
-            and self.grad_fixed is not None
-        ):  # inside `with torch.no_grad():` grad mode is a constant
+        if not _is_grad_function(callee) or node.args:
+            return None
+        assert isinstance(ident, tuple)
+        if self.grad_fixed is not None:  # inside `with torch.no_grad():` grad mode is a constant
             constant = self.grad_fixed if int(ident[1]) > 0 else 1 - self.grad_fixed
             return Value(constant, ident=("const", bool(constant)))
-        if isinstance(ident, tuple) and ident and ident[0] == "grad-function" and not node.args:
-            polarity = int(ident[1])
-            text = dotted(node.func) or _spelled_source(node.func)
-            step = Step(node.lineno, node.col_offset, f"grad mode captured: `{text}()`")
-            value = self._read(self._grad(polarity, node, step), node)
-            if self.info is not None and self.info.autograd_forward and not isinstance(self.statement, ast.Assert):
-                self.result.decisions.append(
-                    Decision(
-                        "function-forward-read",
-                        text,
-                        value.bdd,
-                        value.origins,
-                        node,
-                        self.qualname,
-                        ("function-forward-read", id(node)),
-                    )
+        polarity = int(ident[1])
+        text = dotted(node.func) or _spelled_source(node.func)
+        step = Step(node.lineno, node.col_offset, f"grad mode captured: `{text}()`")
+        value = self._read(self._grad(polarity, node, step), node)
+        if self.info is not None and self.info.autograd_forward and not isinstance(self.statement, ast.Assert):
+            self.result.decisions.append(
+                Decision(
+                    "function-forward-read",
+                    text,
+                    value.bdd,
+                    value.origins,
+                    node,
+                    self.qualname,
+                    ("function-forward-read", id(node)),
                 )
-            return value
-        return None
+            )
+        return value
 
     def _set_default(self, node: ast.Call, mapping: Value, args: list[Value], env: Environment) -> Value | None:
         """``kwargs.setdefault("apply_bias", torch.is_grad_enabled())`` on a mapping a name
@@ -2755,6 +2753,13 @@ def _spelled_source(func: ast.expr) -> str:
 def _callable_ident(ident: object) -> bool:
     """Does ``ident`` name what may be a function (a global, an attribute, a function)?"""
     return isinstance(ident, tuple) and bool(ident) and ident[0] in ("global", "attr", "function")
+
+
+def _is_grad_function(value: Value) -> bool:
+    """Is ``value`` a grad-mode source function itself (``torch.is_grad_enabled``, not
+    called)?"""
+    ident = value.ident
+    return isinstance(ident, tuple) and bool(ident) and ident[0] == "grad-function"
 
 
 def _owner_of(info: FunctionInfo | None, index: ModuleIndex) -> str | None:
