@@ -133,7 +133,17 @@ class ForwardNumericsChosenByGradMode(Rule):
     ]
 
     DECISIONS = frozenset(
-        {"mode", "mode-switch", "kernel-option", "kernel-switch", "kernel-flag", "callee", "branch", "choice"}
+        {
+            "mode",
+            "regulariser",
+            "mode-switch",
+            "kernel-option",
+            "kernel-switch",
+            "kernel-flag",
+            "callee",
+            "branch",
+            "choice",
+        }
     )
     FIXES = False
 
@@ -173,6 +183,11 @@ class ForwardNumericsChosenByGradMode(Rule):
             return (
                 f"the forward runs `{decision.name}` only where grad mode is on (`{read}`): "
                 "under torch.no_grad() it takes another path"
+            )
+        if decision.kind == "regulariser":
+            return (
+                f"training-only `{decision.name}` is gated on grad mode (`{read}`): grad mode stands in for "
+                "training mode, so a training forward under torch.no_grad() computes differently"
             )
         if decision.kind == "mode-switch":
             return (

@@ -95,6 +95,12 @@ class Manager:
         self.training and grad``, then ``if should_update:``)?"""
         return any(_training_key(self._keys[v]) for v in self.support(a))
 
+    def defaults_taken(self, a: int) -> int:
+        """``a`` where every lookup it asks finds nothing (``getattr(o, n, grad)``,
+        ``d.get(k, grad)``): where its defaults decide."""
+        absent = {v: False for v in self.support(a) if _lookup_key(self._keys[v])}
+        return self.restrict_all(a, absent) if absent else a
+
     def in_training(self, a: int) -> int:
         """``a`` where every training mode it asks is on (``self.training``): what a
         training-only computation (dropout) does where it does anything."""
@@ -344,3 +350,8 @@ def _training_key(key: Hashable) -> bool:
     if key[0] == "attr":
         return key[2] == "training"
     return key[0] == "param" and isinstance(key[2], str) and key[2].rsplit(".", 1)[-1] == "training"
+
+
+def _lookup_key(key: Hashable) -> bool:
+    """Is ``key`` the atom of whether an object has an attribute or a mapping a key?"""
+    return isinstance(key, tuple) and bool(key) and key[0] in ("has-attr", "has-key")

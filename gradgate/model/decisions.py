@@ -56,6 +56,9 @@ COMM = register(DecisionKind("comm", False, "whether a forward collective runs",
 COMM_OPTION = register(DecisionKind("comm-option", False, "an option of a forward collective", "performance"))
 SELECTION = register(DecisionKind("selection", True, "the process group of a forward collective", "performance"))
 MODE = register(DecisionKind("mode", False, "a kernel's training mode", "training"))
+REGULARISER = register(
+    DecisionKind("regulariser", False, "a training-only computation run only with grad on", "training")
+)
 KERNEL_OPTION = register(DecisionKind("kernel-option", False, "an argument of a forward kernel", "numerics"))
 KERNEL_SWITCH = register(
     DecisionKind("kernel-switch", True, "a switch of a forward kernel spelled as a condition", "numerics")

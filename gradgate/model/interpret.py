@@ -841,19 +841,22 @@ class Interpreter:
                 # `if grad and dropout_probability < self.layerdrop: continue`: a layer
                 # dropped at random, only with grad on (grad mode stands in for training)
                 decided = Value(condition, test.origins)
-                self._record("mode", regulariser, decided, node, key=("mode-skip", side, id(node)))
+                self._record("regulariser", regulariser, decided, node, key=("mode-skip", side, id(node)))
 
     def _grad_views(self, a: int) -> list[int]:
         """``a`` as a function of grad mode: its reads as grad mode; with every parameter
         it asks fed grad mode too (``x = grad if x is None else x``: a caller's grad
-        mode, or the default's); and with each parameter alone fed grad mode (``if not
-        async_op and overlap:`` needs grad in ``overlap``, not in ``async_op``)."""
+        mode, or the default's); with each parameter alone fed grad mode (``if not
+        async_op and overlap:`` needs grad in ``overlap``, not in ``async_op``); and
+        where its lookups take their defaults (``getattr(self, "regularize", grad)``)."""
         real = self.bdd.real(a)
         params = sorted(self.bdd.params_in(real))
         every = real
         for var in params:
             every = self.bdd.compose(every, var, self.bdd.grad)
-        return [real, every, *(self.bdd.compose(real, v, self.bdd.grad) for v in params)]
+        views = [real, every, *(self.bdd.compose(real, v, self.bdd.grad) for v in params)]
+        defaulted = self.bdd.defaults_taken(real)
+        return views if defaulted == real else [*views, defaulted]
 
     def _needs_grad(self, view: int) -> bool:
         """Is ``view`` (:meth:`_grad_views`) off without grad mode, and on with it for
@@ -1724,7 +1727,7 @@ class Interpreter:
                 # training value where the test holds
                 first = trains[0] or (not trains[1] and evals[1])
                 train = test if first else Value(self.bdd.negate(test.bdd), test.origins)
-                self._record("mode", labels[0 if first else 1], train, node, key=("mode-value", id(node)))
+                self._record("regulariser", labels[0 if first else 1], train, node, key=("mode-value", id(node)))
         return self._join_values(test.bdd, test.origins, body, orelse)
 
     def _bookkeeping_value(self, node: ast.expr) -> bool:
@@ -1852,6 +1855,7 @@ class Interpreter:
                 self._bind(generator.target, item, inner, self.statement or ast.Pass())
                 for test in generator.ifs:
                     tested = self.eval(test, inner)
+                    self._dropped_by_filter(test, tested)
                     condition = self.bdd.conj(condition, tested.bdd)
                     origins |= tested.origins
                     self.pc = self.bdd.conj(self.pc, tested.bdd)
@@ -1866,6 +1870,23 @@ class Interpreter:
             origins | frozenset().union(*(v.origins for v in values)),
             ident=("comprehension", id(elements[0])),
         )
+
+    def _dropped_by_filter(self, test: ast.expr, tested: Value) -> None:
+        """A comprehension's filter dropping elements at random, only with grad mode on
+        (``[layer for i, layer in enumerate(layers) if not grad or draws[i] > drop_p]``):
+        a regulariser grad mode stands in for training mode for, as ``if grad and
+        random() < layerdrop: continue`` is."""
+        if not self._carries(tested.bdd):
+            return
+        names = frozenset(
+            n.attr if isinstance(n, ast.Attribute) else n.id
+            for n in ast.walk(test)
+            if isinstance(n, (ast.Attribute, ast.Name)) and n not in tested.origins
+        )
+        regulariser = _regulariser(names)
+        if regulariser is not None:
+            dropped = Value(self.bdd.negate(tested.bdd), tested.origins)
+            self._record("regulariser", regulariser, dropped, test, key=("mode-filter", id(test)))
 
     def _comprehension_items(
         self, generators: list[ast.comprehension], elements: tuple[ast.expr, ...], env: Environment
@@ -2454,7 +2475,7 @@ class Interpreter:
             # `if self.noisy_func is not None and grad: x = self.noisy_func(x)`: the training
             # numerics in effect only with grad on (where the module trains: dropout does
             # nothing in eval, so a path taken only in eval does not count)
-            self._record("mode", f"{last}()", Value(runs, self.pc_origins), node, key=("mode-run", id(node)))
+            self._record("regulariser", f"{last}()", Value(runs, self.pc_origins), node, key=("mode-run", id(node)))
         if isinstance(func, ast.Attribute) and func.attr in _MODE_SWITCHES:
             on = _MODE_SWITCHES[func.attr]
             mode = args[0].bdd if (func.attr == "train" and args) else (TRUE if on else FALSE)
