@@ -750,6 +750,20 @@ class ModuleIndex:
                 return found
         return None
 
+    def is_comm_query(self, func: ast.AST, aliases: dict[str, str]) -> bool:
+        """Is ``func`` a query or set-up function of a communication API
+        (``dist.get_rank``, ``dist.get_world_size``): the group it is handed is asked
+        about, not communicated in?"""
+        name = dotted(func)
+        if name is None:
+            return False
+        qualified = qualify(name, aliases)
+        return self._comm_api(qualified) is not None and bool(NON_COMM_API_NAMES.match(qualified.rsplit(".", 1)[-1]))
+
+    def _comm_api(self, qualified: str) -> str | None:
+        """The configured communication API ``qualified`` is, or is under, if any."""
+        return next((a for a in self.config.all_comm_apis if qualified == a or qualified.startswith(a + ".")), None)
+
     def is_comm_callee(self, func: ast.AST, aliases: dict[str, str]) -> bool:
         """Does calling ``func`` perform forward communication: a configured API (under
         its qualified name), or a name like one?"""
@@ -758,7 +772,7 @@ class ModuleIndex:
         name = dotted(func)
         if name is not None:
             qualified = qualify(name, aliases)
-            api = next((a for a in self.config.all_comm_apis if qualified == a or qualified.startswith(a + ".")), None)
+            api = self._comm_api(qualified)
             if api is not None and not _UTILITY_MODULE.search(qualified[len(api) :]):
                 return not NON_COMM_API_NAMES.match(qualified.rsplit(".", 1)[-1])
         last = last_name(func)

@@ -2405,6 +2405,7 @@ class Interpreter:
                 not comm
                 and _COMM_RESOURCE.search(keyword)
                 and not self._used_by_callee(keyword, resolved, elsewhere or [])
+                and not self.index.is_comm_query(func, self.aliases)  # `dist.get_rank(group=g)` asks
             ):
                 # `cp_stream=`, `group=`, `bucket_size=` handed to a body we cannot see: the
                 # stream, group or bucketing of its communication, chosen here
