@@ -1253,12 +1253,15 @@ class Interpreter:
     def _record(self, kind: str, name: str, value: Value, node: ast.AST, key: tuple[object, ...]) -> None:
         if self.info is not None and self.info.backward:
             return
-        if kind == "flag" and not self.index.loads(name):
+        if (
+            kind == "flag"
+            and (name in self.c.sources.gated or (name in self.c.sources.names and self.bdd.is_pure_grad(value.bdd)))
+            and not self.index.loads(name)
+        ):
             # a slot filled here for another module to read (`Config(overlap_ag=a and grad)`,
             # a property; `ctx.overlap_copy_out = torch.is_grad_enabled()`, a field the run
             # learned): its decision is reported there, at the deciding predicate
-            if name in self.c.sources.gated or (name in self.c.sources.names and self.bdd.is_pure_grad(value.bdd)):
-                return
+            return
         if kind == "flag" and INVERTED_FLAG.match(name):  # `skip_dispatch = ... or not grad`
             value = replace(value, bdd=self.bdd.negate(value.bdd))
         if (
