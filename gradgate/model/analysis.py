@@ -307,6 +307,16 @@ class ModuleAnalysis:
                 # `return {"async_op": torch.is_grad_enabled() and self.overlap}` (a record,
                 # a dict of keyword arguments): what its fields hold, where it is used
                 returns[qualname] = record
+                continue
+            if (
+                len(result.returns) == 1
+                and record.items is not None
+                and any(self.bdd.is_pure_grad(i.bdd) for i in record.items)
+            ):
+                # `return torch.is_grad_enabled(), self.keep`: grad mode itself as an item,
+                # read where the caller unpacks it (the read there is the origin)
+                items = tuple(Value(i.bdd, trail=i.trail) if self.bdd.is_pure_grad(i.bdd) else i for i in record.items)
+                returns[qualname] = replace(record, items=items)
         stores: dict[str, list[Value]] = {}
         class_stores: dict[tuple[str, str], list[Value]] = {}
         for qualname, result in self.results.items():
