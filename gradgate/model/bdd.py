@@ -89,6 +89,13 @@ class Manager:
         """Does ``a`` ask whether autograd records a tensor?"""
         return any(v in self.recording_vars for v in self.support(a))
 
+    def grad_only_where_recorded(self, a: int) -> bool:
+        """Does grad mode take part in ``a`` only through whether autograd records
+        (``grad and x.requires_grad``): where no tensor is recorded, grad mode no longer
+        matters? (``grad and not weight.requires_grad`` still does.)"""
+        recorded = {v: False for v in self.support(a) if v in self.recording_vars}
+        return bool(recorded) and not self.depends_on_grad(self.restrict_all(a, recorded))
+
     def asks_training(self, a: int) -> bool:
         """Does ``a`` ask a module's training mode (``self.training``, ``model.training``,
         a parameter ``training``), however the test spells it (``should_update =

@@ -1270,9 +1270,10 @@ class Interpreter:
             and not self.bdd.params_in(value.bdd)
         ):
             return
-        if kind_of(kind).intent == "numerics" and self.bdd.asks_recording(value.bdd):
+        if kind_of(kind).intent == "numerics" and self.bdd.grad_only_where_recorded(value.bdd):
             # `concat = ... and not (grad and x.requires_grad)`: a kernel with no backward
             # kept off what autograd records is autograd's business, not the forward's
+            # (`... and not weight.requires_grad and grad` is not: grad mode decides there)
             return
         self.result.decisions.append(Decision(kind, name, value.bdd, value.origins, node, self.qualname, key))
 
