@@ -258,9 +258,12 @@ def _effect(node: ast.AST) -> Effect:
         normal = ast.Assign(targets=normal.targets, value=ast.Name(id="<buffer>"), lineno=0)
     text = ast.unparse(normal)
     assigns = _assigned(node)
-    # the object's own state (`self`) is not a value the forward hands on; an ordering of
-    # streams (`self.side.wait_stream(current)`) is what the forward's kernels run under
-    reaches = assigns or isinstance(node, (ast.Return, ast.withitem)) or _orders_streams(node)
+    # the object's own state (`self`) is not a value the forward hands on, but the module
+    # handed to a function is what it changes (`scale_lora_layers(self, scale)`); an
+    # ordering of streams (`self.side.wait_stream(current)`) is what the forward's kernels
+    # run under
+    hands_self = isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id == "self" for a in node.args)
+    reaches = assigns or isinstance(node, (ast.Return, ast.withitem)) or _orders_streams(node) or hands_self
     through = None if reaches else _loads(node) - {"self", "cls"}
     return Effect(text, _calls(node), _names(node), assigns, through=through)
 
