@@ -1184,12 +1184,17 @@ class Interpreter:
                 if klass is not None:
                     self.result.state_stores.append((target.attr, value, s))
                 captured = (
-                    klass is not None
+                    base in ("self", "cls")
                     and self.bdd.is_pure_grad(value.bdd)
-                    and self.index.reads_self_attribute(klass, target.attr, self.qualname)
+                    and (
+                        (klass is not None and self.index.reads_self_attribute(klass, target.attr, self.qualname))
+                        or self.index.loads(target.attr)
+                    )
                 )
                 if captured:
-                    pass  # `self.prefetch_enabled = torch.is_grad_enabled()`, read by a method: its reads decide
+                    # `self.prefetch_enabled = torch.is_grad_enabled()`, `cls._train_active =
+                    # is_grad_enabled()`, read by a method: its reads decide
+                    pass
                 elif self.c.is_flag(target.attr):
                     self._record("flag", target.attr, value, s, key=("flag-store", target.attr, id(s)))
                 else:
