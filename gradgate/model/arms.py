@@ -114,6 +114,13 @@ class Effect:
     #: a statement left out as the backward's bookkeeping (``self.aux_loss = f(p)``,
     #: ``ctx.save_for_backward(x)``), kept only for what it reads (:attr:`Arm.kept`)
     for_backward: bool = False
+    #: the local names it reads (not an attribute so spelled: ``out.router_probs`` reads
+    #: ``out``); None: not known, :attr:`names` stands for them
+    reads: frozenset[str] | None = None
+
+    def reads_any(self, names: frozenset[str]) -> bool:
+        """Does it read one of the locals ``names``?"""
+        return bool((self.reads if self.reads is not None else self.names) & names)
 
 
 def _kept(node: ast.AST) -> Effect:
@@ -265,7 +272,7 @@ def _effect(node: ast.AST) -> Effect:
     hands_self = isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id == "self" for a in node.args)
     reaches = assigns or isinstance(node, (ast.Return, ast.withitem)) or _orders_streams(node) or hands_self
     through = None if reaches else _loads(node) - {"self", "cls"}
-    return Effect(text, _calls(node), _names(node), assigns, through=through)
+    return Effect(text, _calls(node), _names(node), assigns, through=through, reads=_loads(node))
 
 
 #: calls that wait: on a stream, an event, a communication's handle (`work.wait()`)
@@ -695,13 +702,13 @@ def explained(
     while rest:
         taken = set()
         for effect in rest:
-            readers = {other for other in lost if other is not effect and effect.assigns & other.names}
-            if effect.names & wrapped or ((readers or effect.assigns & kept) and readers <= ours):
+            readers = {other for other in lost if other is not effect and other.reads_any(effect.assigns)}
+            if effect.reads_any(wrapped) or ((readers or effect.assigns & kept) and readers <= ours):
                 taken.add(effect)
         if not taken:
             return False
         ours |= taken
-        wrapped = wrapped.union(*(e.assigns for e in taken if e.names & wrapped))
+        wrapped = wrapped.union(*(e.assigns for e in taken if e.reads_any(wrapped)))
         rest -= taken
     return True
 
