@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from gradgate.rule import Invalid, Rule, Valid
 
 if TYPE_CHECKING:
     from gradgate.model.interpret import Decision
+
+#: a keyword naming a process group (the other selections: a stream, codecs, a bucket size)
+_GROUP = re.compile(r"(^|_)(group|pg|process_group)$")
 
 
 class ForwardCommGatedOnGradMode(Rule):
@@ -267,10 +271,15 @@ class ForwardCommGatedOnGradMode(Rule):
                 f"the stream forward communication runs on is chosen by grad mode (`{read}`): "
                 "the no_grad forward does not overlap it as the recompute does"
             )
-        if decision.kind == "selection":
+        if decision.kind == "selection" and _GROUP.search(name):
             return (
                 f"the process group (`{name}=`) of a forward collective is chosen by grad mode (`{read}`): "
                 "the no_grad forward communicates in another group than the recompute"
+            )
+        if decision.kind == "selection":  # `codecs=`, `bucket_size=`: how it communicates
+            return (
+                f"`{name}=` of a forward collective is chosen by grad mode (`{read}`): "
+                "the no_grad forward communicates otherwise than the recompute"
             )
         return (
             f"option `{name}=` of a forward collective is gated on grad mode (`{read}`): "
