@@ -410,13 +410,20 @@ class Interpreter:
                 name = f"{name}` ({effect_form(effect)}"  # another form of it runs without grad
             self._record("comm", name, Value(bdd, origins), node, key=("comm", effect))
         # a flag that only captures grad mode (`prefetch_allowed = torch.is_grad_enabled()`)
-        # and is read after: its reads decide, not the capture
+        # or a slot another module fills (`overlap = sequence_overlap_active(cfg)`, also
+        # where an `if` joins it) and is read after: its reads decide, not the capture
         self.result.decisions = [
             d
             for d in self.result.decisions
             if not (
-                d.key[0] == "flag-store"
-                and (self.bdd.is_pure_grad(d.bdd) or d.bdd in self._gated)
+                (
+                    (d.key[0] == "flag-store" and (self.bdd.is_pure_grad(d.bdd) or d.bdd in self._gated))
+                    or (
+                        d.key[0] in ("flag-store", "flag-join")
+                        and d.origins
+                        and d.origins <= self.result.carried.keys()
+                    )
+                )
                 and d.name in self.result.forward_reads
                 and self.result.read_after.get(d.name, 0) > getattr(d.node, "lineno", 0)
             )
@@ -1527,8 +1534,8 @@ class Interpreter:
         slot = _gated_ident(callee.ident)
         if slot is not None:
             name = slot[1]
-        elif isinstance(node.func, ast.Name) and callee.function is None:
-            name = node.func.id
+        elif isinstance(node.func, ast.Name) and (callee.function is None or callee.function.external):
+            name = node.func.id  # (an import of another module's function, resolved or not)
             if name not in self.c.sources.gated or self.index.fills(name):
                 return None
         else:
