@@ -175,9 +175,11 @@ def summarise(
 
 
 def _read_of(argument: ast.expr | None, name: str) -> ast.Name | None:
-    """The first read of the parameter ``name`` inside ``argument``."""
+    """The first read of the parameter ``name`` (``^name``: the closure's variable)
+    inside ``argument``."""
     if argument is None:
         return None
+    name = name.removeprefix("^")
     reads = [n for n in ast.walk(argument) if isinstance(n, ast.Name) and n.id == name]
     return min(reads, key=lambda n: (n.lineno, n.col_offset)) if reads else None
 
@@ -227,7 +229,8 @@ def _argument(call: ast.Call, slot: int | str, item: int | str | None) -> ast.ex
 
 
 def _is_name(node: ast.expr | None, name: str) -> bool:
-    return isinstance(node, ast.Name) and node.id == name
+    """Is ``node`` the parameter ``name`` (``^name``: the closure's variable) itself?"""
+    return isinstance(node, ast.Name) and node.id == name.removeprefix("^")
 
 
 class PlaceMaker:
