@@ -1,0 +1,104 @@
+# adapted from linkedin/Liger-Kernel src/liger_kernel/ops/fused_linear_cross_entropy.py
+import torch
+import triton
+
+from liger_kernel.ops.cross_entropy import liger_cross_entropy_kernel
+from liger_kernel.ops.utils import is_hip
+from liger_kernel.utils import infer_device
+
+MAX_FUSED_SIZE = 2048 if infer_device() == "npu" else 65536 // 2
+_CHUNK_MEM_CONST = 1
+
+
+def _can_use_mm_out(_input, weight):
+    # out= bypasses autocast and autograd; only use it when @ would use these
+    # exact operands and return their dtype
+    if (
+        _input.device.type != "cuda"
+        or is_hip()
+        or torch.is_grad_enabled()
+        or _input.dtype != weight.dtype
+        or _input.dtype not in (torch.float16, torch.bfloat16, torch.float32)
+    ):
+        return False
+    if torch.is_autocast_enabled():
+        return _input.dtype == torch.get_autocast_dtype("cuda")
+    return True
+
+
+def fused_linear_cross_entropy_forward(
+    _input,
+    weight,
+    target,
+    ce_weight=None,
+    bias=None,
+    ignore_index=-100,
+    lse_square_scale=0.0,
+    label_smoothing=0.0,
+    reduction="mean",
+    softcap=None,
+    chunk_mem_const: int = _CHUNK_MEM_CONST,
+):
+    device = _input.device
+    input_requires_grad = _input.requires_grad
+    BT, H = _input.shape
+    V = weight.shape[0]
+    inc_factor = triton.cdiv(V, chunk_mem_const * H)
+    chunk_size = min(triton.next_power_of_2(triton.cdiv(BT, inc_factor)), BT)
+    num_chunks = triton.cdiv(BT, chunk_size)
+
+    grad_input = torch.zeros_like(_input, device=device)
+    if input_requires_grad:  # allocate accumulators only when the caller needs grads
+        grad_weight = torch.zeros_like(weight, device=device) if weight.requires_grad else None
+        grad_bias = torch.zeros_like(bias, device=device) if bias is not None else None
+    else:
+        grad_weight = None
+        grad_bias = None
+
+    loss_1d = torch.zeros(BT, dtype=torch.float32, device=device)
+    target_mask = target != ignore_index
+    total_n_non_ignore = target_mask.sum().item()
+
+    use_mm_out = _can_use_mm_out(_input, weight)
+    logits_storage = torch.empty((chunk_size, V), dtype=_input.dtype, device=device) if use_mm_out else None
+
+    for chunk_id in range(num_chunks):
+        start_idx = chunk_id * chunk_size
+        end_idx = min((chunk_id + 1) * chunk_size, BT)
+        _input_chunk = _input[start_idx:end_idx]
+        if logits_storage is not None:
+            logits_chunk = logits_storage[: end_idx - start_idx]
+            torch.mm(_input_chunk, weight.t(), out=logits_chunk)
+            if bias is not None:
+                logits_chunk.add_(bias)
+        else:
+            logits_chunk = _input_chunk @ weight.t()
+            if bias is not None:
+                logits_chunk = logits_chunk + bias
+        target_chunk = target[start_idx:end_idx].contiguous()
+        logits_chunk = logits_chunk.contiguous()
+        loss_1d_slice = loss_1d[start_idx:end_idx]
+        liger_cross_entropy_kernel[(end_idx - start_idx,)](
+            X_ptr=logits_chunk,
+            X_stride=logits_chunk.stride(-2),
+            Y_ptr=target_chunk,
+            Y_stride=target_chunk.stride(-1),
+            loss_ptr=loss_1d_slice,
+            loss_stride=loss_1d_slice.stride(-1),
+            n_cols=V,
+            n_non_ignore=total_n_non_ignore,
+            ignore_index=ignore_index,
+            lse_square_scale=lse_square_scale,
+            label_smoothing=label_smoothing,
+            reduction=reduction,
+            softcap=softcap,
+            HAS_GRADIENTS=input_requires_grad,
+            BLOCK_SIZE=min(MAX_FUSED_SIZE, triton.next_power_of_2(V)),
+            num_warps=32 if not is_hip() else 16,
+        )
+        if input_requires_grad:
+            grad_input[start_idx:end_idx] = logits_chunk @ weight
+            if grad_weight is not None:
+                grad_weight += logits_chunk.t() @ _input_chunk
+    loss = torch.sum(loss_1d)
+    return loss, grad_input, grad_weight, grad_bias
