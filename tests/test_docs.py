@@ -42,6 +42,13 @@ def _pins() -> dict[str, list[str]]:
     return found
 
 
+def _require_tags() -> None:
+    """Skip where the clone holds no tags at all (one fetched without them): a pin to a
+    tag cannot be checked there. A clone with tags but not the pinned one fails."""
+    if not _git("tag", "--list").strip():
+        pytest.skip("this clone has no tags (fetched without them): the pinned tag cannot be checked")
+
+
 def test_the_docs_pin_one_tag():
     pins = _pins()
     assert set(pins) == {"v0.2.0rc1"}, pins
@@ -50,6 +57,7 @@ def test_the_docs_pin_one_tag():
 
 @pytest.mark.parametrize("ref", sorted(_pins()))
 def test_each_pinned_ref_is_an_annotated_tag_with_what_the_docs_use(ref):
+    _require_tags()
     assert _git("cat-file", "-t", f"refs/tags/{ref}").strip() == "tag", f"{ref} is not an annotated tag here"
     hooks = _git("show", f"{ref}:.pre-commit-hooks.yaml")
     assert "- id: gradgate\n" in hooks and "- id: gradgate-fix\n" in hooks
@@ -67,6 +75,7 @@ def test_each_pinned_ref_is_an_annotated_tag_with_what_the_docs_use(ref):
 def test_pre_commit_hook_from_the_pinned_tag(tmp_path):
     """The docs' .pre-commit-config.yaml, with this repository for its address, on a tree
     with a finding and a nested project whose pyproject.toml ignores it."""
+    _require_tags()
     (ref,) = _pins()
     repo = tmp_path / "repo"
     (repo / "nested").mkdir(parents=True)

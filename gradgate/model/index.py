@@ -767,8 +767,7 @@ class ModuleIndex:
     def is_comm_callee(self, func: ast.AST, aliases: dict[str, str]) -> bool:
         """Does calling ``func`` perform forward communication: a configured API (under
         its qualified name), or a name like one?"""
-        while isinstance(func, ast.Call) and len(func.args) == 1 and not func.keywords:
-            func = func.args[0]  # `instrument(dist.all_gather)(...)`: a wrapper, called at once
+        func = wrapped_function(func)
         name = dotted(func)
         if name is not None:
             qualified = qualify(name, aliases)
@@ -964,6 +963,25 @@ def records_autograd(func: ast.AST, aliases: dict[str, str]) -> bool:
     return qualify(dotted(func) or "", aliases).startswith(DIFFERENTIABLE_APIS)
 
 
+#: calls whose first argument is not a function they wrap
+_NOT_WRAPPERS = frozenset({"getattr", "type", "isinstance", "hasattr", "iter", "next", "vars", "id"})
+
+
+def wrapped_function(func: ast.AST) -> ast.AST:
+    """The function a wrapper called at once wraps, its first argument
+    (``instrument(dist.all_gather)(...)``, ``remat.region(Fn.apply, "linear",
+    recompute=r)(...)``, ``partial(f, x)(...)``); ``func`` itself where it is no such
+    call."""
+    while (
+        isinstance(func, ast.Call)
+        and func.args
+        and isinstance(func.args[0], (ast.Name, ast.Attribute))
+        and last_name(func.func) not in _NOT_WRAPPERS
+    ):
+        func = func.args[0]
+    return func
+
+
 def last_name(func: ast.AST) -> str:
     """The last name a call's function is spelled with (``dist.all_reduce``: ``all_reduce``),
     "" for an expression that has none (a call's result, a subscript)."""
@@ -974,8 +992,7 @@ def op_name(func: ast.AST) -> str:
     """The operation a communication call names: its last name without leading
     underscores (``dist.all_reduce``, ``torch.distributed.nn.functional.all_reduce`` and
     ``_all_reduce`` are one operation)."""
-    while isinstance(func, ast.Call) and len(func.args) == 1 and not func.keywords:
-        func = func.args[0]
+    func = wrapped_function(func)
     last = last_name(func) or "call"
     if last == "apply" and isinstance(func, ast.Attribute) and last_name(func.value):
         last = snake_case(last_name(func.value))  # `_AllReduce.apply` is an all_reduce

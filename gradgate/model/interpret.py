@@ -51,6 +51,7 @@ from .index import (
     op_name,
     qualify,
     records_autograd,
+    wrapped_function,
 )
 from .types import TypeHints, self_attribute
 from .values import GLOBAL, SUPER, Environment, FunctionRef, Place, Step, Value
@@ -68,6 +69,9 @@ _NOT_KERNELS = re.compile(
     r"^(print|debug|info|warning|warn|error|critical|exception|log|format|append|extend|insert|add|update|write)$"
 )
 _MODE_SWITCHES = {"train": True, "eval": False}
+#: callees that run a function again for the backward (checkpointing): their options
+#: are autograd's, not a kernel's (`linear_gather_forward_reducescatter_backward` computes)
+_RECOMPUTING = re.compile(r"(?i)(^|_)(checkpoint|recompute|remat)")
 #: a flag named so chooses the kernel computing the forward (names are the fallback
 #: where the flag's use is not visible, as for communication flags)
 _NUMERICS_FLAG = re.compile(r"(?i)(^|_)(use_)?(fused?|fusion|grouped_mm|flash|fp8)(_|$)")
@@ -94,7 +98,7 @@ _COMM_RESOURCE = re.compile(r"(?i)(^|_)(stream|group|pg|process_group|bucket_siz
 #: keyword arguments that serve autograd or bookkeeping, not the forward's numerics
 _BOOKKEEPING_KEYWORDS = re.compile(
     r"grad|backward|bwd|save|keep|retain|cache|ctx|columnwise|rowwise|usage|reentrant|rng|track|graph|hook"
-    r"|record|checkpoint|offload|free|release|debug|verbose|log|name|inference|differentiable"
+    r"|record|checkpoint|recompute|remat|offload|free|release|debug|verbose|log|name|inference|differentiable"
     r"|deterministic"  # flash-attn's `deterministic=`: the backward's algorithm
     r"|inplace|in_place|^out$|donate|overwrite"  # may a kernel overwrite its input: autograd forbids it with grad
     r"|init"  # how a model is initialised (`fp8_model_init(preserve_high_precision_init_val=)`)
@@ -309,6 +313,7 @@ class Interpreter:
         self.qualname = info.qualname if info else "<module>"
         self.owner = _owner_of(info, self.index)
         self.aliases = self.index.aliases_of(info) if info else self.index.aliases
+        self._import_targets: frozenset[str] | None = None
         self.result = FunctionResult()
         #: the names the function may read (None: the module's body, whose names other
         #: code reads); a branch's write to any other name is not joined
@@ -331,6 +336,9 @@ class Interpreter:
         #: ``torch.distributed.nn``): a path the backward needs, which a no-grad path
         #: without a backward may stand in for
         self._differentiable: set[CommEffect] = set()
+        #: differentiable communication whose forward we see communicate (an autograd
+        #: Function's ``forward`` of the module): the forward's, whatever autograd records
+        self._seen_in_forward: set[CommEffect] = set()
         #: the values of reads of slots other modules fill (:meth:`_gated_slot`)
         self._gated: set[int] = set()
         #: the handlers of the ``try`` statements whose bodies are being interpreted
@@ -400,11 +408,15 @@ class Interpreter:
                 effect in self._differentiable
                 and self.bdd.forced_off_by_no_grad(bdd)
                 and forms[effect.ops] == 1
-                and not self._other_comm_in_place(effect, bdd)
+                and not self._comm_in_place(effect, bdd, same=False)
+                and (effect not in self._seen_in_forward or self._comm_in_place(effect, bdd, same=True))
             ):
                 # communication autograd records, run only with grad on, and no other form
                 # of it without grad (`if not grad: return local(x)` then `DTensor.from_local`):
-                # grad mode chooses whether autograd records it, the opposite polarity
+                # grad mode chooses whether autograd records it, the opposite polarity. Where
+                # the autograd Function's forward is ours and communicates, only the same
+                # collective run without grad in its place says so (`Gather.apply(...)` or
+                # `all_gather_tensor(...)`); without it the forward loses it
                 continue
             if forms[effect.ops] > 1:
                 name = f"{name}` ({effect_form(effect)}"  # another form of it runs without grad
@@ -430,14 +442,15 @@ class Interpreter:
         ]
         return self.result
 
-    def _other_comm_in_place(self, effect: CommEffect, condition: int) -> bool:
-        """Does other communication run, only without grad, where ``effect`` (run under
-        ``condition``) does not: another collective in its place (an all-reduce autograd
-        records, or a reduce and a broadcast), not the same one without autograd?"""
+    def _comm_in_place(self, effect: CommEffect, condition: int, same: bool) -> bool:
+        """Does communication run, only without grad, where ``effect`` (run under
+        ``condition``) does not: ``same``, the same collectives without autograd; else
+        another collective in its place (an all-reduce autograd records, or a reduce and
+        a broadcast)?"""
         family = self.index.config.comm_family
         ours = {family(op) for op in effect.ops}
         return any(
-            not {family(op) for op in other.ops} <= ours
+            ({family(op) for op in other.ops} <= ours) == same
             and self.bdd.forced_off_by_grad(runs)
             and self.bdd.conj(runs, self.bdd.negate(condition)) != FALSE
             for other, (runs, _origins, _node, _name) in self._comm.items()
@@ -703,16 +716,30 @@ class Interpreter:
         last = last_name(func)
         if _NOT_KERNELS.match(last) or last in self.index.classes or last[:1].isupper() or last in _STREAM_CONTEXTS:
             return False
+        if _RECOMPUTING.search(last):
+            return False  # `_checkpoint_without_reentrant_generator(fn, preserve, ...)`: autograd's
         # a function an import names (`torch.topk`, `F.dropout`, `flash_attn_func`), not
         # a method of a receiver nothing says the kind of
-        root = (dotted(func) or "").split(".", 1)[0]
-        if root not in self.aliases:
+        spelled = dotted(func) or ""
+        if spelled.split(".", 1)[0] not in self.aliases and not self._imported_qualname(spelled):
             return False
         return (
             not self.c.sources.is_carrier_name(keyword)
             and not _BOOKKEEPING_KEYWORDS.search(keyword)
             and not names_a_loss(keyword)  # `loss_coeff=`: it weighs an auxiliary loss
         )
+
+    def _imported_qualname(self, spelled: str) -> bool:
+        """Is ``spelled`` the qualified name of something the module imports, or of a
+        member of it (a partial's function, ``accelerate.utils.send_to_device``)?"""
+        if self._import_targets is None:
+            self._import_targets = frozenset(self.aliases.values())
+        head = spelled
+        while head:
+            if head in self._import_targets:
+                return True
+            head = head.rpartition(".")[0]
+        return False
 
     def _note_bound_sources(self, klass: str | None, env: Environment) -> None:
         for name, value in env.values.items():
@@ -2395,7 +2422,10 @@ class Interpreter:
             name = (
                 resolved[0]
                 if resolved is not None
-                else (dotted(func) or (func.attr if isinstance(func, ast.Attribute) else "call"))
+                else (
+                    dotted(shown := wrapped_function(func))
+                    or (shown.attr if isinstance(shown, ast.Attribute) else "call")
+                )
             )
             effect = self._comm_effect(func, resolved, elsewhere or [], node, keywords)
             bdd, origins, first, first_name = self._comm.get(effect, (FALSE, frozenset(), node, name))
@@ -2588,6 +2618,8 @@ class Interpreter:
         effect = CommEffect(ops, known, self.loops > 0, self.stream)
         if differentiable:
             self._differentiable.add(effect)
+            if resolved is not None and resolved[0] in self.index.functions:
+                self._seen_in_forward.add(effect)
         return effect
 
     def _passed_options(self, node: ast.Call, resolved: tuple[str, int]) -> frozenset[tuple[str, object]]:
