@@ -39,6 +39,7 @@ from .model.analysis import MAX_ROUNDS, Entry, ModuleAnalysis, widen_to_pure_gra
 from .model.bdd import BudgetExceeded
 from .model.decisions import FLAG, kind_of
 from .model.fixplan import BlockIndex, FixPlan, SourceLines, odd_layout, parent_map, plan, substitute
+from .model.index import dotted
 from .model.lines import split_lines
 from .model.project import Project
 from .model.splice import spliced_tree
@@ -854,12 +855,15 @@ def _deciding_read_of_capture(
     if function is None or name is None:
         return origin
 
-    def reads(nodes: list[ast.AST]) -> list[ast.Name]:
+    def reads(nodes: list[ast.AST]) -> list[ast.expr]:
         return [
             read
             for node in nodes
             for read in ast.walk(node)
-            if isinstance(read, ast.Name) and read.id == name and read.lineno > statement.lineno
+            if isinstance(read, (ast.Name, ast.Attribute))
+            and isinstance(read.ctx, ast.Load)
+            and read.lineno > statement.lineno
+            and dotted(read) == name
         ]
 
     deciding: list[ast.AST] = []
@@ -883,7 +887,7 @@ def _passes_on(entry: Entry, read: ast.AST, held: str | None) -> bool:
         bool(entry.decision.via)
         and isinstance(call, ast.Call)
         and any(
-            read is a or (held is not None and isinstance(a, ast.Name) and a.id == held)
+            read is a or (held is not None and dotted(a) == held)
             for a in (*call.args, *(k.value for k in call.keywords))
         )
     )
@@ -894,13 +898,9 @@ def _captured_into(statement: ast.stmt, origin: ast.AST) -> str | None:
     a default (:func:`_captures`), or the mapping it sets grad mode as the default entry
     of (``kwargs.setdefault("apply_bias", torch.is_grad_enabled())``); None where it does
     something else with it."""
-    if (
-        isinstance(statement, ast.Assign)
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0], ast.Name)
-        and _captures(statement.value, origin)
-    ):
-        return statement.targets[0].id
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and _captures(statement.value, origin):
+        # a local, or the object's attribute (`self._overlap_ok = torch.is_grad_enabled()`)
+        return _held_name(statement.targets[0])
     call = statement.value if isinstance(statement, ast.Expr) else None
     if (
         isinstance(call, ast.Call)
@@ -910,6 +910,16 @@ def _captured_into(statement: ast.stmt, origin: ast.AST) -> str | None:
         and _captures(call, origin)
     ):
         return call.func.value.id
+    return None
+
+
+def _held_name(target: ast.expr) -> str | None:
+    """The name a capture's target spells: a local (``overlap``) or an attribute of
+    ``self`` (``self._overlap_ok``); None for anything else."""
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        return f"self.{target.attr}"
     return None
 
 

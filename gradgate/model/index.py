@@ -693,6 +693,26 @@ class ModuleIndex:
             self._set_globals = frozenset(name for q in self.functions for name in self.declared_global(q))
         return self._set_globals
 
+    def reads_global(self, name: str, besides: str) -> bool:
+        """Does a function of the module other than ``besides`` read the global ``name``
+        (load it without binding it itself, or declare it ``global`` and read it)?"""
+        for qualname in self.functions:
+            if qualname == besides or name not in self.names_read(qualname):
+                continue
+            if name in self.declared_global(qualname) or not self._binds(qualname, name):
+                return True
+        return False
+
+    def _binds(self, qualname: str, name: str) -> bool:
+        """Does the function ``qualname`` bind ``name`` locally (a parameter or a store)?"""
+        info = self.functions[qualname]
+        args = info.node.args
+        if any(a.arg == name for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a):
+            return True
+        return any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(info.node)
+        )
+
     def loads(self, name: str) -> bool:
         """Does the module read an attribute called ``name`` (``x.name``), or call a
         function so named?"""

@@ -81,6 +81,8 @@ _PRECISION_FLAG = re.compile(r"(?i)(^|_)(fp32|fp16|bf16|full_prec(ision)?|precis
 _TRAINING_FLAG = re.compile(r"(?i)(^|_)(drop(_and_pad|_tokens?|_tks)?|capacity(_factor)?|noise|noisy|jitter)(_|$)")
 #: methods after which a container holds an element (`params.append(p)`)
 _GROWING = frozenset({"append", "appendleft", "add", "insert"})
+#: methods that add the items of their argument to a container (`keys.extend(...)`)
+_EXTENDING = frozenset({"extend", "extendleft", "update"})
 #: calls that run a training-only regulariser or random draw (noise, jitter, dropout):
 #: run only with grad mode on, grad mode stands in for training mode
 _TRAINING_ONLY = re.compile(
@@ -628,7 +630,9 @@ class Interpreter:
                     self._record("flag", arg.arg, value, s, key=("flag-default", arg.arg, id(default)))
             info = self.index.by_node.get(s)
             if info is not None and self.info is not None:
-                captured = {k: v for k, v in env.values.items() if "." not in k and self._held(v)}
+                captured = {
+                    k: v for k, v in env.values.items() if "." not in k and (self._held(v) or _holds_grad_function(v))
+                }
                 if captured or info.qualname in self.c.closures:
                     self.c.closures[info.qualname] = captured
             env.bind_name(
@@ -1031,6 +1035,10 @@ class Interpreter:
         else:
             iterable = self.eval(s.iter, env)
             test = self._opaque(("iterates", id(s)), iterable.origins)
+            if self._carries(iterable.bdd):
+                # `for key in [k for k in keys if grad]:` runs its body only where the
+                # collection is not empty: never without grad
+                test = Value(self.bdd.conj(test.bdd, iterable.bdd), test.origins)
         body_env = env.copy()
         if not isinstance(s, ast.While):
             self._bind(s.target, self._opaque(("item", id(s))), body_env, s)
@@ -1191,11 +1199,14 @@ class Interpreter:
             if value.trail and self.bdd.is_pure_grad(value.bdd):
                 value = value.with_step(Step(target.lineno, target.col_offset, f"grad mode held in `{name}`"))
             env.bind_name(name, value)
-            if self.info is not None and name in self.index.declared_global(self.qualname):
+            shared = self.info is not None and name in self.index.declared_global(self.qualname)
+            if shared:
                 # `global RING_ATTN_GRAD` then a store: the module's, for every function
                 self.result.attribute_stores.append((GLOBAL + name, value, None))
                 self.result.state_stores.append((GLOBAL + name, value, s))
-            if self.c.is_flag(name):
+            if shared and self.index.reads_global(name, self.qualname):
+                pass  # `_FP8_ALL_GATHER_ENABLED = enabled`, read by a function: its reads decide
+            elif self.c.is_flag(name):
                 self._record("flag", name, value, s, key=("flag-store", name, id(s)))
             else:
                 self._numerics_flag(name, value, s)
@@ -1621,6 +1632,19 @@ class Interpreter:
 
     def _e_BoolOp(self, node: ast.BoolOp, env: Environment) -> Value:
         values = [self.eval(v, env) for v in node.values]
+        if any(_is_grad_function(v) for v in values):
+            # `gate = gate or torch.is_grad_enabled`: the operand Python returns, each
+            # under the condition it is returned on (calling it reads grad mode there)
+            chosen = values[-1]
+            for value in reversed(values[:-1]):
+                then, other = (chosen, value) if isinstance(node.op, ast.And) else (value, chosen)
+                joined = self._join_values(value.bdd, value.origins, then, other)
+                branches = (
+                    *self._alternatives(then, value.bdd),
+                    *self._alternatives(other, self.bdd.negate(value.bdd)),
+                )
+                chosen = replace(joined, alternatives=branches[:_MAX_ALTERNATIVES])
+            return chosen
         combine = self.bdd.conj if isinstance(node.op, ast.And) else self.bdd.disj
         bdd = values[0].bdd
         for value in values[1:]:
@@ -1894,6 +1918,8 @@ class Interpreter:
             for generator in generators:
                 iterable = self.eval(generator.iter, inner)
                 origins |= iterable.origins
+                if self._carries(iterable.bdd):  # over a collection grad mode may leave empty
+                    condition = self.bdd.conj(condition, iterable.bdd)
                 item = self._opaque(("item", id(generator)), iterable.origins)
                 self._bind(generator.target, item, inner, self.statement or ast.Pass())
                 for test in generator.ifs:
@@ -1987,7 +2013,7 @@ class Interpreter:
             entry = self._set_default(node, receiver, args, env)
             if entry is not None:
                 return entry
-            self._grown(node, receiver, env)
+            self._grown(node, receiver, args, env)
         bound = tuple((k, v) for k, v in keywords if k)
         builtin = self._builtin(node, args, origins, receiver, bound)
         if builtin is not None:
@@ -2202,6 +2228,14 @@ class Interpreter:
 
     def _grad_source(self, node: ast.Call, callee: Value, args: list[Value]) -> Value | None:
         ident = callee.ident
+        if callee.alternatives and not node.args and any(_is_grad_function(v) for _, v in callee.alternatives):
+            # `(gate or torch.is_grad_enabled)()`: grad mode where the source is the one called
+            result = self._opaque(("call", id(node)))
+            for condition, branch in callee.alternatives:
+                read = self._grad_source(node, branch, args) if _is_grad_function(branch) else None
+                if read is not None:
+                    result = self._join_values(condition, frozenset(), read, result)
+            return result
         if not _is_grad_function(callee) or node.args:
             return None
         assert isinstance(ident, tuple)
@@ -2256,18 +2290,21 @@ class Interpreter:
         self._store_entry(func.value.id, mapping, key.value, default, env)
         return default
 
-    def _grown(self, node: ast.Call, container: Value, env: Environment) -> None:
+    def _grown(self, node: ast.Call, container: Value, args: list[Value], env: Environment) -> None:
         """``prefetch.append(p)`` on a local container: not empty after it (a loop that
-        fills it only while grad mode is on leaves it empty without grad)."""
+        fills it only while grad mode is on leaves it empty without grad);
+        ``keys.extend(k for k in ks if grad)``: not empty where it was not or the items
+        are not (a filter of grad mode leaves it as empty as it was without grad)."""
         func = node.func
-        if (
-            isinstance(func, ast.Attribute)
-            and func.attr in _GROWING
-            and isinstance(func.value, ast.Name)
-            and func.value.id in env.values
-            and container.bdd != TRUE
-        ):
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in env.values):
+            return
+        if func.attr in _GROWING and container.bdd != TRUE:
             env.bind_name(func.value.id, replace(container, bdd=TRUE, items=None))
+        elif func.attr in _EXTENDING and len(args) == 1 and not node.keywords:
+            filled = self.bdd.disj(container.bdd, args[0].bdd)
+            env.bind_name(
+                func.value.id, replace(container, bdd=filled, origins=container.origins | args[0].origins, items=None)
+            )
 
     @staticmethod
     def _store_entry(name: str, mapping: Value, key: str, value: Value, env: Environment) -> None:
@@ -2823,6 +2860,12 @@ def _spelled_source(func: ast.expr) -> str:
 def _callable_ident(ident: object) -> bool:
     """Does ``ident`` name what may be a function (a global, an attribute, a function)?"""
     return isinstance(ident, tuple) and bool(ident) and ident[0] in ("global", "attr", "function")
+
+
+def _holds_grad_function(value: Value) -> bool:
+    """Is ``value`` a grad-mode source function, or one of those it may be
+    (``gate or torch.is_grad_enabled``)?"""
+    return _is_grad_function(value) or any(_is_grad_function(v) for _, v in value.alternatives or ())
 
 
 def _is_grad_function(value: Value) -> bool:
