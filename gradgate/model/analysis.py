@@ -33,8 +33,8 @@ from .interpret import (
 )
 from .lines import LineIndex, holds_line_within, split_lines
 from .project import Callee, Project, module_name, reference
-from .summary import part_of
-from .values import GLOBAL, Step, Value
+from .summary import Effect, part_of
+from .values import GLOBAL, Place, Step, Value
 
 MAX_ROUNDS = 6
 
@@ -501,21 +501,45 @@ class ModuleAnalysis:
                             continue  # a selector by train/eval mode fed grad mode: GG004's finding
                         message = f"grad mode passed as {part_of(f'`{parameter}`', item)} to `{callee.qualname}`"
                         enter = self.module.places(site.node.lineno, site.node.col_offset, message)
-                        asks_training = bdd.asks_training(part.bdd)
-                        for effect in self.project.effects(callee, slot, item):
-                            if asks_training and effect.kind in ARM_KINDS:
-                                continue  # `update=self.training and grad`: a training approximation's arm
-                            decided = Decision(
-                                effect.kind,
-                                effect.name,
-                                bdd.negate(part.bdd) if effect.polarity < 0 else part.bdd,
-                                part.origins,
-                                site.node,
-                                function or "<module>",
-                                ("via", id(site.node), slot, item, effect.kind, effect.name, effect.steps[-1]),
-                                (enter, *effect.steps),
-                            )
-                            result.decisions.append(decided)
+                        effects = self.project.effects(callee, slot, item)
+                        self._decided_through(result, function, site.node, part, enter, effects, (slot, item))
+            for owner_module, klass, attr, value, statement in result.foreign_stores:
+                module = self.project.load(owner_module)
+                if module is None:
+                    continue
+                message = f"grad mode stored as `.{attr}` of a `{klass}` (of `{owner_module}`)"
+                enter = self.module.places(statement.lineno, statement.col_offset, message)
+                effects = self.project.attribute_effects(module, klass, attr)
+                self._decided_through(result, function, statement, value, enter, effects, (attr,))
+
+    def _decided_through(
+        self,
+        result: FunctionResult,
+        function: str | None,
+        node: ast.AST,
+        part: Value,
+        enter: Place,
+        effects: tuple[Effect, ...],
+        slot: tuple[object, ...],
+    ) -> None:
+        """The decisions of this function that ``effects`` (made further down, maybe in
+        another module, by what ``part`` is handed to at ``node``) are."""
+        bdd = self.bdd
+        asks_training = bdd.asks_training(part.bdd)
+        for effect in effects:
+            if asks_training and effect.kind in ARM_KINDS:
+                continue  # `update=self.training and grad`: a training approximation's arm
+            decided = Decision(
+                effect.kind,
+                effect.name,
+                bdd.negate(part.bdd) if effect.polarity < 0 else part.bdd,
+                part.origins,
+                node,
+                function or "<module>",
+                ("via", id(node), *slot, effect.kind, effect.name, effect.steps[-1]),
+                (enter, *effect.steps),
+            )
+            result.decisions.append(decided)
 
     # -- decisions ------------------------------------------------------------------------
     def owner_of(self, origin: ast.AST, function: str | None) -> FunctionResult | None:

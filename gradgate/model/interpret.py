@@ -214,6 +214,10 @@ class FunctionResult:
     #: the state a function sets for other functions to read: ``self.attr = value`` in a
     #: method (``attr``), ``global X; X = value`` (``global:X``): (slot, value, the statement)
     state_stores: list[tuple[str, Value, ast.stmt]] = field(default_factory=list)
+    #: stores in an attribute of an object whose class another module defines, of a
+    #: value grad mode takes part in (``self._comm_ctx.grad_hint = torch.is_grad_enabled()``):
+    #: (that module, the class, the attribute, the value, the statement)
+    foreign_stores: list[tuple[str, str, str, Value, ast.stmt]] = field(default_factory=list)
     #: calls that receive grad mode itself as an argument: (call, argument values)
     grad_taking_calls: list[tuple[ast.Call, tuple[Value, ...]]] = field(default_factory=list)
     #: each grad-mode read that became an origin: its statement, its polarity (1 for
@@ -1216,6 +1220,8 @@ class Interpreter:
             base = dotted(target.value)
             owner_is_ctx = base is not None and (base == "ctx" or base.startswith("ctx."))
             if base is not None:
+                if not owner_is_ctx and base not in ("self", "cls") and self._carries(value.bdd):
+                    self._foreign_store(target, value, env, s)
                 env.set(f"{base}.{target.attr}", value)
             else:
                 self.eval(target.value, env)
@@ -1229,7 +1235,8 @@ class Interpreter:
                 if klass is not None:
                     self.result.state_stores.append((target.attr, value, s))
                 captured = (
-                    base in ("self", "cls")
+                    base is not None
+                    and base.split(".", 1)[0] not in self.aliases  # not an option of a library
                     and self.bdd.is_pure_grad(value.bdd)
                     and (
                         (klass is not None and self.index.reads_self_attribute(klass, target.attr, self.qualname))
@@ -1238,7 +1245,8 @@ class Interpreter:
                 )
                 if captured:
                     # `self.prefetch_enabled = torch.is_grad_enabled()`, `cls._train_active =
-                    # is_grad_enabled()`, read by a method: its reads decide
+                    # is_grad_enabled()`, `self.state.overlap = ...`, read by the module: its
+                    # reads decide
                     pass
                 elif self.c.is_flag(target.attr):
                     self._record("flag", target.attr, value, s, key=("flag-store", target.attr, id(s)))
@@ -1259,6 +1267,18 @@ class Interpreter:
                     self._store_entry(target.value.id, mapping, index.value, value, env)  # `kwargs["async_op"] = g`
         elif isinstance(target, ast.Starred):
             self._bind(target.value, self._opaque(("starred", id(target))), env, s)
+
+    def _foreign_store(self, target: ast.Attribute, value: Value, env: Environment, s: ast.stmt) -> None:
+        """``self._comm_ctx.grad_hint = grad`` on an object of a class another module
+        defines: what that class's methods decide with the attribute is decided here."""
+        project, module = self.c.project, self.c.module
+        if project is None or module is None:
+            return
+        made = self.eval(target.value, env).made_by
+        found = project.resolve(made) if made is not None else None
+        if found is None or found[1] != "class" or found[0].name == module.name:
+            return
+        self.result.foreign_stores.append((found[0].name, found[2], target.attr, value, s))
 
     def _unpack(self, targets: list[ast.expr], value: Value, env: Environment, s: ast.stmt) -> None:
         star = next((i for i, t in enumerate(targets) if isinstance(t, ast.Starred)), None)

@@ -611,6 +611,12 @@ class Project:
             return ()
         return self._parameter_effects(callee.module, callee.qualname, parameter, 0)
 
+    def attribute_effects(self, module: ModuleFile, klass: str, attr: str) -> tuple[Effect, ...]:
+        """The decisions the methods of ``klass`` (of ``module``) take ``self.attr`` part
+        in, each with the steps it takes there: what storing a value in the attribute of
+        such an object decides."""
+        return self._parameter_effects(module, f"{klass}#{attr}", f"self.{attr}", 0)
+
     def _parameter_effects(self, module: ModuleFile, qualname: str, parameter: str, depth: int) -> tuple[Effect, ...]:
         """The effects of one parameter, through the links of its function. Results are
         remembered, except those computed while a function further up the same chain
