@@ -169,6 +169,8 @@ def _value(data: bytes, start: int) -> bytes:
 
 
 _RESTORED = re.compile(rb"set_grad_enabled\(\s*(?:[\w.]*\.)?(\w+)\s*\)")
+#: a local saving a field's value to set it back (`prev = OPTIONS.use_side_stream`)
+_SAVED = re.compile(rb"^[ \t]*(\w+)[ \t]*=[ \t]*[A-Za-z_][\w.]*\.(\w+)[ \t]*(?:#[^\n]*)?$", re.M)
 #: how far back a keyword's call is looked for (a call's arguments span a few lines)
 _CALL_REACH = 4096
 _CALLEE = re.compile(rb"([A-Za-z_][\w.]*)\s*$")
@@ -215,6 +217,8 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
     capture, call, attribute, setter, item, entry, keyword = _patterns(names)
     encoded = [n.encode() for n in names]
     held = {m.group(1) for m in capture.finditer(data)}
+    # `prev = X.field` ... `X.field = prev`: the field set back, not another value stored
+    saved = {(m.group(1), m.group(2).decode()) for m in _SAVED.finditer(data)}
 
     fields: set[str] = set()
     keys: set[str] = set()
@@ -248,7 +252,7 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
                 into.add(name)
             elif is_gated:
                 gated.add(name)
-            elif pattern is not keyword and not _CONSTANT.fullmatch(value):
+            elif pattern is not keyword and not _CONSTANT.fullmatch(value) and (value, name) not in saved:
                 # another value stored there (a keyword of another call is not a store
                 # of the field, and a constant is a default replaced before use)
                 other.add(name)

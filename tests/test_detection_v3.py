@@ -84,6 +84,19 @@ def test_a_field_also_stored_otherwise_is_not_learned():
     assert learn(data, ["is_grad_enabled"]).names() == ((), (), ())
     default = b"import torch\nstate.is_train_step = False\nstate.is_train_step = torch.is_grad_enabled()\n"
     assert learn(default, ["is_grad_enabled"]).names() == (("is_train_step",), (), ())  # a default is no other meaning
+    # a context manager setting the field back to what it saved stores no other meaning;
+    # a saved value of another field does
+    restored = (
+        b"import torch\n"
+        b"def fetch_context(overlap):\n"
+        b"    prev = OPTIONS.use_side_stream\n"
+        b"    OPTIONS.use_side_stream = overlap and torch.is_grad_enabled()\n"
+        b"    yield\n"
+        b"    OPTIONS.use_side_stream = prev\n"
+    )
+    assert learn(restored, ["is_grad_enabled"]).gated_names() == ("use_side_stream",)
+    other = restored.replace(b"prev = OPTIONS.use_side_stream", b"prev = OPTIONS.other_stream")
+    assert learn(other, ["is_grad_enabled"]).gated_names() == ()
 
 
 def test_slots_filled_with_a_value_grad_mode_gates_are_learned():
