@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from ..records import record
-from .index import last_name
+from .index import last_name, unwrapped_operation
 
 #: calls that serve autograd, logging or profiling, not the forward's values
 _BOOKKEEPING_CALL = re.compile(
@@ -285,6 +285,20 @@ def serialises(effect: Effect) -> bool:
     return any(_WAITING.match(name) for name in effect.calls)
 
 
+def waited_inside(waits: frozenset[Effect], waiting: frozenset[Effect], wrapping: frozenset[Effect]) -> bool:
+    """Are ``waits`` (of the arm ``waiting``) the wait an autograd wrapper of the same
+    operation does out of sight in the arm ``wrapping``
+    (``all_to_all_single_autograd(x)`` for ``wait_tensor(all_to_all_single(x))``)?"""
+    wrapped = {
+        unwrapped_operation(name)
+        for effect in wrapping
+        for name in effect.calls
+        if name != "apply" and AUTOGRAD_WRAPPER.search(name) and not _NOT_WRAPPED.search(name)
+    }
+    issued = {unwrapped_operation(name) for effect in waiting - waits for name in effect.calls}
+    return bool(wrapped & issued)
+
+
 def _orders_streams(node: ast.AST) -> bool:
     """Is ``node`` a call that orders CUDA streams or events (``wait_stream``,
     ``record_event``, ``synchronize``)?"""
@@ -422,6 +436,9 @@ class Arm:
     saves: bool = False
     #: the names its bookkeeping for the backward reads (what feeds only that is autograd's)
     kept: frozenset[str] = frozenset()
+    #: the effects left to be judged elsewhere (its communication, compared by what it
+    #: reaches), kept to tell what a wait of the other arm waits for
+    aside: frozenset[Effect] = frozenset()
 
 
 def statements_arm(
@@ -442,11 +459,11 @@ def statements_arm(
     out = [e for e in out if not e.for_backward]
     if live is not None:
         out = [e for e in out if _reaches(e, live)]
-    if judged_elsewhere is not None:
-        out = [e for e in out if not judged_elsewhere(e)]
+    aside = frozenset(e for e in out if judged_elsewhere is not None and judged_elsewhere(e))
+    out = [e for e in out if e not in aside]
     if inputs:
         out = [e for e in out if not (e.text.startswith("return ") and e.text[7:] in inputs)]
-    return Arm(frozenset(out), raises, any(_saves(s) for s in body), kept)
+    return Arm(frozenset(out), raises, any(_saves(s) for s in body), kept, aside)
 
 
 def unchanged_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
@@ -487,7 +504,7 @@ def expression_arm(value: ast.expr, judged_elsewhere: Callable[[Effect], bool] |
         return Arm(frozenset(), False)
     effect = _effect(value)
     if judged_elsewhere is not None and judged_elsewhere(effect):
-        return Arm(frozenset(), False)
+        return Arm(frozenset(), False, aside=frozenset({effect}))
     return Arm(frozenset({effect}), False)
 
 

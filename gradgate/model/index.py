@@ -1011,12 +1011,25 @@ def last_name(func: ast.AST) -> str:
 def op_name(func: ast.AST) -> str:
     """The operation a communication call names: its last name without leading
     underscores (``dist.all_reduce``, ``torch.distributed.nn.functional.all_reduce`` and
-    ``_all_reduce`` are one operation)."""
+    ``_all_reduce`` are one operation), nor a word saying autograd records it
+    (``all_to_all_single_autograd`` is an ``all_to_all_single``)."""
     func = wrapped_function(func)
     last = last_name(func) or "call"
     if last == "apply" and isinstance(func, ast.Attribute) and last_name(func.value):
         last = snake_case(last_name(func.value))  # `_AllReduce.apply` is an all_reduce
-    return last.lstrip("_") or last
+    return unwrapped_operation(last)
+
+
+def unwrapped_operation(name: str) -> str:
+    """``name`` of a function without leading underscores or a word saying autograd
+    records what it does (``all_to_all_single_autograd``: ``all_to_all_single``)."""
+    if _AUTOGRAD_WORD.search(name):
+        name = re.sub("_+", "_", _AUTOGRAD_WORD.sub("_", name)).strip("_") or name
+    return name.lstrip("_") or name
+
+
+#: a word of a function's name saying autograd records what it does
+_AUTOGRAD_WORD = re.compile(r"(?:^|_)(?:autograd|differentiable|with_grad)(?=_|$)")
 
 
 def snake_case(name: str) -> str:

@@ -38,6 +38,7 @@ from .arms import (
     test_names_of,
     unchanged_parameters,
     undetached,
+    waited_inside,
 )
 from .arms import summary as arms_summary
 from .bdd import FALSE, GRAD, TRUE, Manager
@@ -51,6 +52,7 @@ from .index import (
     op_name,
     qualify,
     records_autograd,
+    unwrapped_operation,
     wrapped_function,
 )
 from .types import TypeHints, self_attribute
@@ -874,6 +876,7 @@ class Interpreter:
                 not lost
                 and (waits := frozenset(e for e in replacement.effects - arm.effects if serialises(e)))
                 and not explained(waits, arm.effects, test_names, arm.kept)
+                and not waited_inside(waits, replacement.effects | replacement.aside, arm.effects | arm.aside)
             ):
                 # `if hints.overlap: launch(x) else: stream.synchronize(); launch(x)`: the path
                 # asked for overlaps what the one without grad waits for
@@ -2663,6 +2666,7 @@ class Interpreter:
             records_autograd(func, self.aliases)
             or (resolved is not None and self.index.autograd_records(resolved[0]))
             or any(AUTOGRAD_WRAPPER.search(op) for op in ops)
+            or _named_differentiable(last_name(func))  # `differentiable_all_reduce_sum`
         )
         seen_inside = (resolved is not None and resolved[0] in self.index.functions) or bool(elsewhere)
         # a function we see calls its collectives with options of its own: those it
@@ -2814,11 +2818,11 @@ def _statement_arms(
     then, other = (statements_arm(body, live, judged_elsewhere, inputs) for body in (s.body, s.orelse))
     then_ends, other_ends = _ends(s.body), _ends(s.orelse)
     if then_ends != other_ends and rest:
-        after = statements_arm(rest, live, judged_elsewhere, inputs).effects
+        after = statements_arm(rest, live, judged_elsewhere, inputs)
         if then_ends:
-            other = replace(other, effects=other.effects | after)
+            other = replace(other, effects=other.effects | after.effects, aside=other.aside | after.aside)
         else:
-            then = replace(then, effects=then.effects | after)
+            then = replace(then, effects=then.effects | after.effects, aside=then.aside | after.aside)
     return then, other
 
 
@@ -2880,6 +2884,12 @@ def _spelled_source(func: ast.expr) -> str:
 def _callable_ident(ident: object) -> bool:
     """Does ``ident`` name what may be a function (a global, an attribute, a function)?"""
     return isinstance(ident, tuple) and bool(ident) and ident[0] in ("global", "attr", "function")
+
+
+def _named_differentiable(name: str) -> bool:
+    """Does a function's name say autograd records what it does
+    (``differentiable_all_reduce_sum``, ``all_to_all_single_autograd``)?"""
+    return name != "apply" and unwrapped_operation(name) != name.lstrip("_")
 
 
 def _holds_grad_function(value: Value) -> bool:
