@@ -1,0 +1,4 @@
+# adapted from microsoft/DeepSpeed deepspeed/runtime/zero/parameter_offload.py
+from .coordinator_registry import ParamCoordinatorRegistry
+from .partitioned_param_coordinator import PartitionedParameterCoordinator
+from .parameter_offload import DeepSpeedZeRoOffload

@@ -1,0 +1,64 @@
+# adapted from huggingface/nanotron src/nanotron/parallel/tensor_parallel/functional.py
+from typing import Optional
+
+import torch
+from torch.nn import functional as F
+
+import nanotron.distributed as dist
+from nanotron.parallel.tensor_parallel.distributed_differentiable_primitives import (
+    differentiable_all_gather,
+    differentiable_all_reduce_sum,
+    differentiable_identity,
+    differentiable_reduce_scatter_sum,
+)
+from nanotron.parallel.tensor_parallel.enum import TensorParallelLinearMode
+
+
+class _ColumnLinearAsyncCommunication(torch.autograd.Function):
+    """Adapted from https://github.com/NVIDIA/Megatron-LM/blob/e6d7e09845590d0a36bc7f29eb28db974fb8da4e/megatron/core/tensor_parallel/layers.py#L215"""
+
+    @staticmethod
+    def forward(ctx, tensor, weight, bias, group, tp_mode, tp_recompute_allgather):
+        ctx.use_bias = bias is not None
+        ctx.tp_mode = tp_mode
+        ctx.group = group
+        ctx.tp_recompute_allgather = tp_recompute_allgather
+        tensor = tensor.contiguous()
+        sharded_batch_size, *intermediate_size, hidden_size = tensor.shape
+        gathered_tensor = torch.empty(
+            sharded_batch_size * group.size(), *intermediate_size, hidden_size,
+            device=tensor.device, dtype=tensor.dtype, requires_grad=False,
+        )
+        handle = dist.all_gather_into_tensor(gathered_tensor, tensor, group=group, async_op=True)
+        # (overlapped local shard matmul elided)
+        handle.wait()
+        if tp_recompute_allgather:
+            ctx.save_for_backward(tensor, weight)
+        else:
+            ctx.save_for_backward(gathered_tensor, weight)
+        return F.linear(gathered_tensor, weight, bias)
+
+
+def column_linear(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: Optional[torch.Tensor],
+    group: dist.ProcessGroup,
+    tp_mode: TensorParallelLinearMode,
+    async_communication: bool,
+    grad_enabled: bool = True,
+    tp_recompute_allgather: bool = True,
+):
+    # recomputing the all-gather only trades backward memory; nothing is saved without grad
+    tp_recompute_allgather = tp_recompute_allgather and grad_enabled
+    if async_communication and grad_enabled:
+        return _ColumnLinearAsyncCommunication.apply(input, weight, bias, group, tp_mode, tp_recompute_allgather)
+
+    if tp_mode is TensorParallelLinearMode.ALL_REDUCE:
+        input = differentiable_identity(input, group=group)
+    elif tp_mode is TensorParallelLinearMode.REDUCE_SCATTER:
+        input = differentiable_all_gather(input, group=group)
+    else:
+        raise ValueError(f"Got unexpected mode: {tp_mode}.")
+
+    return F.linear(input, weight, bias)
