@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from ..records import record
-from .index import last_name, unwrapped_operation
+from .index import dotted, last_name, unwrapped_operation
 
 #: calls that serve autograd, logging or profiling, not the forward's values
 _BOOKKEEPING_CALL = re.compile(
@@ -117,6 +117,8 @@ class Effect:
     #: the local names it reads (not an attribute so spelled: ``out.router_probs`` reads
     #: ``out``); None: not known, :attr:`names` stands for them
     reads: frozenset[str] | None = None
+    #: the autograd Functions whose ``apply`` it names (``SelectiveScanFn``), as spelled
+    applied: frozenset[str] = frozenset()
 
     def reads_any(self, names: frozenset[str]) -> bool:
         """Does it read one of the locals ``names``?"""
@@ -272,7 +274,12 @@ def _effect(node: ast.AST) -> Effect:
     hands_self = isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id == "self" for a in node.args)
     reaches = assigns or isinstance(node, (ast.Return, ast.withitem)) or _orders_streams(node) or hands_self
     through = None if reaches else _loads(node) - {"self", "cls"}
-    return Effect(text, _calls(node), _names(node), assigns, through=through, reads=_loads(node))
+    applied = frozenset(
+        spelled
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.Attribute) and sub.attr == "apply" and (spelled := dotted(sub.value))
+    )
+    return Effect(text, _calls(node), _names(node), assigns, through=through, reads=_loads(node), applied=applied)
 
 
 #: calls that wait: on a stream, an event, a communication's handle (`work.wait()`)
@@ -686,11 +693,18 @@ def autograd_machinery(name: str) -> bool:
     return bool(_AUTOGRAD_MACHINERY.search(name))
 
 
+#: what a function of the module spelled so calls (its last names, through the
+#: functions of the module it calls; of an autograd Function: its forward), where it is
+#: seen; None where it is not
+ForwardCalls = Callable[[str], frozenset[str] | None]
+
+
 def explained(
     lost: frozenset[Effect],
     replacement: frozenset[Effect],
     test: frozenset[str] = frozenset(),
     kept: frozenset[str] = frozenset(),
+    forward_calls: ForwardCalls | None = None,
 ) -> bool:
     """Is losing ``lost`` (what an arm does that the other does not) for ``replacement``
     under ``torch.no_grad()`` autograd's business? So it is where the decision's
@@ -699,7 +713,9 @@ def explained(
     or a fast path), or where every effect lost is autograd's (:func:`_autograd_effect`)
     or only feeds those that are, or the arm's bookkeeping for the backward (``kept``:
     what it reads): one effect of another kind lost (the log-probs computed by another
-    kernel beside its ``inplace_backward=``) is the forward's."""
+    kernel beside its ``inplace_backward=``) is the forward's. An autograd Function whose
+    forward we see (``forward_calls``) call none of what ``replacement`` calls computes
+    something else (``SelectiveScanFn.apply`` for ``selective_scan_ref``): no wrapper."""
     if any(_BACKWARD_TEST.search(name) or _LOSS_TEST.search(name) for name in test):
         return True
     if lost and {undetached(e.text) for e in lost} == {undetached(e.text) for e in replacement}:
@@ -709,6 +725,8 @@ def explained(
     # an autograd wrapper stands for the same computation without one, not for another
     # wrapped computation (`P2PAttnFn.apply` for `AllGatherAttnFn.apply`)
     wrapped_instead = any(_calls_wrapper(effect) for effect in replacement)
+    if forward_calls is not None and any(_wraps_another(e, replacement, forward_calls) for e in lost):
+        return False
     ours = {effect for effect in lost if _autograd_effect(effect, wrapped_instead)}
     if not ours:
         return False
@@ -747,6 +765,19 @@ def _calls_wrapper(effect: Effect) -> bool:
     """Does ``effect`` call an autograd wrapper (``Fn.apply``, ``checkpoint``; not
     ``_forward_no_autograd``)?"""
     return any(AUTOGRAD_WRAPPER.search(name) and not _NOT_WRAPPED.search(name) for name in effect.calls)
+
+
+def _wraps_another(effect: Effect, replacement: frozenset[Effect], forward_calls: ForwardCalls) -> bool:
+    """Does ``effect`` apply an autograd Function whose forward we see call none of the
+    functions ``replacement`` calls or names (nor what those call), nor is the Function
+    itself named there (``_Linear.forward``): another computation, not a wrapper of it?"""
+    named: frozenset[str] = frozenset().union(*(frozenset(e.calls) | e.names for e in replacement))
+    reached = named.union(*(found for name in named if (found := forward_calls(name)) is not None))
+    for function in effect.applied:
+        calls = forward_calls(function)
+        if calls is not None and named and function.rsplit(".", 1)[-1] not in named and not calls & reached:
+            return True
+    return False
 
 
 def _autograd_effect(effect: Effect, wrapped_instead: bool) -> bool:

@@ -274,7 +274,7 @@ class ModuleIndex:
         self._lines = lines
         self._collect(tree.body, prefix="", owner=None)
         self._calls: dict[str, tuple[list[ast.Call], list[ast.Name | ast.Attribute]]] = {}
-        self._function_attributes: dict[str, dict[str, set[str | None]]] = {}
+        self._function_attributes: dict[str, dict[str, set[tuple[str, int] | None]]] = {}
         self._lambdas: dict[str, dict[str, ast.Lambda]] = {}
         self._comm_constants: dict[str, frozenset[tuple[str, object]]] = {}
         self._read: dict[str, frozenset[str]] = {}
@@ -594,8 +594,7 @@ class ModuleIndex:
         if isinstance(base, ast.Name) and base.id in ("self", "cls") and owner is not None:
             method = self.method(owner, func.attr)
             if method is None:
-                stored = self.function_attribute(owner, func.attr)
-                return (stored, 0) if stored else None
+                return self.function_attribute(owner, func.attr)
             info = self.functions[method]
             return method, 0 if info.static else 1
         if isinstance(base, ast.Name) and base.id in self.classes:
@@ -607,21 +606,30 @@ class ModuleIndex:
             return (method, 0) if method else None
         return None
 
-    def function_attribute(self, klass: str, attr: str, depth: int = 0) -> str | None:
-        """The module function that ``self.attr`` holds in ``klass`` (or a base of it in
-        the module): the one function every store of it in ``__init__`` puts there
-        (``self.attn_func = _fast_attn_ref``); else None."""
+    def function_attribute(self, klass: str, attr: str) -> tuple[str, int] | None:
+        """The function ``self.attr`` holds in ``klass`` (or a base of it in the module)
+        where every store of it in ``__init__`` puts the same one there: a module
+        function (``self.attn_func = _fast_attn_ref``) or a method of the class bound to
+        the object (``self.forward_fn = self.forward_once``), with the parameters a call
+        skips; else None."""
+        held = self.held_functions(klass, attr)
+        return held[0] if len(held) == 1 else None
+
+    def held_functions(self, klass: str, attr: str, depth: int = 0) -> tuple[tuple[str, int], ...]:
+        """Each function ``self.attr`` may hold in ``klass`` (as :meth:`function_attribute`
+        finds them; both of ``self.fn = self.parallel if p else self.once``), where every
+        store of it in ``__init__`` holds one; else ()."""
         info = self.classes.get(klass)
         if info is None or depth > 8:
-            return None
+            return ()
         stored = self._init_stores(klass).get(attr)
         if stored is None:
-            return next((f for b in info.bases if (f := self.function_attribute(b, attr, depth + 1))), None)
-        return next(iter(stored)) if len(stored) == 1 else None
+            return next((f for b in info.bases if (f := self.held_functions(b, attr, depth + 1))), ())
+        return () if None in stored else tuple(sorted(f for f in stored if f is not None))
 
-    def _init_stores(self, klass: str) -> dict[str, set[str | None]]:
-        """What each ``self.attr = value`` of ``klass.__init__`` stores: the module
-        function named, or None for anything else (walked once a class)."""
+    def _init_stores(self, klass: str) -> dict[str, set[tuple[str, int] | None]]:
+        """What each ``self.attr = value`` of ``klass.__init__`` stores: the functions
+        named (each arm of a conditional), or None for anything else (walked once a class)."""
         found = self._function_attributes.get(klass)
         if found is None:
             found = self._function_attributes[klass] = {}
@@ -630,21 +638,27 @@ class ModuleIndex:
                 if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
                     continue
                 value = node.value
-                function = (
-                    value.id
-                    if isinstance(value, ast.Name)
-                    and value.id in self.functions
-                    and self.functions[value.id].owner is None
-                    else None
-                )
+                arms = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+                functions = [self._named_function(klass, arm) for arm in arms]
                 for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     if (
                         isinstance(target, ast.Attribute)
                         and isinstance(target.value, ast.Name)
                         and target.value.id == "self"
                     ):
-                        found.setdefault(target.attr, set()).add(function)
+                        found.setdefault(target.attr, set()).update(functions)
         return found
+
+    def _named_function(self, klass: str, value: ast.expr) -> tuple[str, int] | None:
+        """The function ``value`` names, with the parameters a call of it skips: a module
+        function (``_fast_attn_ref``) or a method bound to ``self`` (``self.forward_once``)."""
+        if isinstance(value, ast.Name) and value.id in self.functions and self.functions[value.id].owner is None:
+            return value.id, 0
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self":
+            method = self.method(klass, value.attr)
+            if method is not None and not self.functions[method].is_property:
+                return method, 0 if self.functions[method].static else 1
+        return None
 
     def bound_lambdas(self, klass: str | None) -> dict[str, ast.Lambda]:
         """The names the module's top level (``klass`` None) or a class body binds to a

@@ -869,7 +869,8 @@ class Interpreter:
             if not any(self._needs_grad(self.bdd.negate(v) if sign else v) for v in views):
                 continue
             lost = arm.effects - replacement.effects
-            if lost and not arm.saves and not explained(lost, replacement.effects - arm.effects, test_names, arm.kept):
+            others = replacement.effects - arm.effects
+            if lost and not arm.saves and not explained(lost, others, test_names, arm.kept, self._forward_calls):
                 decided = Value(condition, test.origins)
                 self._record("branch", arms_summary(lost), decided, node, key=("branch", side, id(node)))
             elif (
@@ -887,6 +888,40 @@ class Interpreter:
                 # dropped at random, only with grad on (grad mode stands in for training)
                 decided = Value(condition, test.origins)
                 self._record("regulariser", regulariser, decided, node, key=("mode-skip", side, id(node)))
+
+    def _forward_calls(self, spelled: str) -> frozenset[str] | None:
+        """What the module's function ``spelled`` (of an autograd Function: its forward)
+        computes with, by last name: the module's functions it calls and the functions of
+        imported modules (``dist.all_reduce``; not a tensor's methods nor shape helpers
+        imported by name), through the module's functions, a few calls deep; None where
+        ``spelled`` is neither."""
+        klass = self.index.classes.get(spelled)
+        if klass is not None:
+            forward = self.index.method(spelled, "forward") if klass.autograd_function else None
+        else:
+            forward = spelled if spelled in self.index.functions else None
+        if forward is None:
+            return None
+        found: set[str] = set()
+        frontier, seen = [forward], {forward}
+        for _depth in range(3):
+            following = []
+            for qualname in frontier:
+                info = self.index.functions[qualname]
+                aliases = self.index.aliases_of(info)
+                for call in self.index.calls_of(qualname):
+                    resolved = self.index.resolve(call.func, info.owner, aliases)
+                    if resolved is not None and resolved[0] in self.index.functions:
+                        found.add(last_name(call.func))  # the module's own function
+                        if resolved[0] not in seen:
+                            seen.add(resolved[0])
+                            following.append(resolved[0])
+                    elif (
+                        isinstance(call.func, ast.Attribute) and (dotted(call.func) or ".").split(".", 1)[0] in aliases
+                    ):
+                        found.add(call.func.attr)  # `dist.all_reduce`, `selective_scan_cuda.fwd`: what it computes
+            frontier = following
+        return frozenset(found)
 
     def _grad_views(self, a: int) -> list[int]:
         """``a`` as a function of grad mode: its reads as grad mode; with every parameter
@@ -1482,6 +1517,7 @@ class Interpreter:
             method = self.index.method(self.owner, attr)
             if method:
                 self.result.reads.add(("returns", method))
+
             if method and method in self.c.returns and self.index.functions[method].is_property:
                 value = self.c.returns[method]
                 return self._read(
@@ -1514,9 +1550,9 @@ class Interpreter:
             if method and not self.index.functions[method].is_property:
                 skip = 0 if self.index.functions[method].static else 1
                 return Value(TRUE, ident=("function", method), function=FunctionRef(method, skip=skip))
-            held = self.index.function_attribute(self.owner, attr) if method is None else None
-            if held is not None:  # `self.attn_func = _attn_ref` in `__init__`
-                return Value(TRUE, ident=("function", held), function=FunctionRef(held))
+            held = self._held_function(attr) if method is None else None
+            if held is not None:  # `self.attn_func = _attn_ref`, `self.fn = self.a if p else self.b`
+                return held
             bound = self._bound_lambda(self.owner, attr) if method is None else None
             if bound is not None:
                 return bound
@@ -1566,6 +1602,23 @@ class Interpreter:
                 )
             return value
         return self._opaque(key, base.origins)
+
+    def _held_function(self, attr: str) -> Value | None:
+        """``self.attr`` where the class's ``__init__`` stores functions in it (one of the
+        module's, a bound method of its own): the function, or each it may be (a call
+        runs that one, with its arguments)."""
+        assert self.owner is not None
+        held = self.index.held_functions(self.owner, attr)
+        values = [Value(TRUE, ident=("function", q), function=FunctionRef(q, skip=skip)) for q, skip in held]
+        if len(values) < 2:
+            return values[0] if values else None
+        branches: list[tuple[int, Value]] = []
+        rest = TRUE
+        for at, value in enumerate(values):
+            chosen = rest if at == len(values) - 1 else self.bdd.conj(rest, self.bdd.atom(("holds", attr, at)))
+            branches.append((chosen, value))
+            rest = self.bdd.conj(rest, self.bdd.negate(chosen))
+        return Value(TRUE, ident=("attr", ("self",), attr), alternatives=tuple(branches))
 
     def _gated_slot(self, node: ast.AST, held: object, attr: str) -> Value:
         """``cfg.overlap_ag`` where another module fills ``overlap_ag`` with a value grad
