@@ -914,13 +914,10 @@ def _captured_into(statement: ast.stmt, origin: ast.AST) -> str | None:
 
 
 def _held_name(target: ast.expr) -> str | None:
-    """The name a capture's target spells: a local (``overlap``) or an attribute of
-    ``self`` (``self._overlap_ok``); None for anything else."""
-    if isinstance(target, ast.Name):
-        return target.id
-    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-        return f"self.{target.attr}"
-    return None
+    """The name a capture's target spells: a local (``overlap``) or an attribute of an
+    object a name holds (``self._overlap_ok``, ``state._prefetch_decided``); None for
+    anything else."""
+    return dotted(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
 
 
 def _captures(value: ast.expr, origin: ast.AST) -> bool:

@@ -89,7 +89,7 @@ _POOL = re.compile(r"(?i)buffer|pool|alloc|workspace")
 #: methods that keep a value for later (a list of activations for the backward)
 _RETAINING_METHODS = frozenset({"append", "extend", "insert", "appendleft", "put", "put_nowait"})
 #: calls that order CUDA streams and events: what the forward's kernels run after
-_STREAM_ORDER = re.compile(r"^(wait_stream|wait_event|record_event|record_stream|synchronize)$")
+_STREAM_ORDER = re.compile(r"^(wait|wait_stream|wait_event|record_event|record_stream|synchronize)$")
 #: context managers that only mark or profile (a `with` of these is no effect)
 _MARKER_CONTEXT = re.compile(r"(?i)nvtx|record_function|profil|range|timer|named_scope|suppress")
 
@@ -308,7 +308,7 @@ def waited_inside(waits: frozenset[Effect], waiting: frozenset[Effect], wrapping
 
 def _orders_streams(node: ast.AST) -> bool:
     """Is ``node`` a call that orders CUDA streams or events (``wait_stream``,
-    ``record_event``, ``synchronize``)?"""
+    ``record_event``, ``synchronize``), or waits for a communication (``work.wait()``)?"""
     return isinstance(node, ast.Call) and bool(_STREAM_ORDER.match(last_name(node.func)))
 
 
@@ -464,9 +464,13 @@ def statements_arm(
     raises = _block_effects(body, out)
     kept = frozenset().union(*(e.names for e in out if e.for_backward))
     out = [e for e in out if not e.for_backward]
+    claimed = [e for e in out if judged_elsewhere is not None and judged_elsewhere(e)]
+    # a wait on the handle of communication the arm issues is part of it (its form)
+    handles = frozenset().union(*(e.assigns for e in claimed))
+    out = [e for e in out if not (serialises(e) and e.reads and e.reads <= handles)]
     if live is not None:
         out = [e for e in out if _reaches(e, live)]
-    aside = frozenset(e for e in out if judged_elsewhere is not None and judged_elsewhere(e))
+    aside = frozenset(e for e in out if e in claimed)
     out = [e for e in out if e not in aside]
     if inputs:
         out = [e for e in out if not (e.text.startswith("return ") and e.text[7:] in inputs)]

@@ -458,7 +458,9 @@ class Interpreter:
         family = self.index.config.comm_family
         ours = {family(op) for op in effect.ops}
         return any(
-            ({family(op) for op in other.ops} <= ours) == same
+            # the same collectives, in the same form: an asynchronous one is not replaced
+            # by one nothing says is asynchronous
+            ({family(op) for op in other.ops} <= ours and (not _asynchronous(effect) or _asynchronous(other))) == same
             and self.bdd.forced_off_by_grad(runs)
             and self.bdd.conj(runs, self.bdd.negate(condition)) != FALSE
             for other, (runs, _origins, _node, _name) in self._comm.items()
@@ -1074,6 +1076,11 @@ class Interpreter:
     def _loop(self, s: ast.While | ast.For | ast.AsyncFor, env: Environment) -> str | None:
         if isinstance(s, ast.While):
             test = self.eval(s.test, env)
+            asked = self._arms_asked(s, test) if self._carries(test.bdd) else None
+            if asked is not None:
+                # `while pending and grad: pending.pop().wait()`: its body, or nothing
+                body = statements_arm(s.body, self._live(), self._communicates, self._inputs())
+                self._compare_arms(s, test, self._caught(body, s.body), Arm(frozenset(), False), asked)
         else:
             iterable = self.eval(s.iter, env)
             test = self._opaque(("iterates", id(s)), iterable.origins)
@@ -2937,6 +2944,12 @@ def _spelled_source(func: ast.expr) -> str:
 def _callable_ident(ident: object) -> bool:
     """Does ``ident`` name what may be a function (a global, an attribute, a function)?"""
     return isinstance(ident, tuple) and bool(ident) and ident[0] in ("global", "attr", "function")
+
+
+def _asynchronous(effect: CommEffect) -> bool:
+    """Is ``effect`` spelled asynchronous (``async_op=True``, in the call or the body of
+    the function it runs)?"""
+    return effect.options is not None and ("async_op", "True") in effect.options
 
 
 def _named_differentiable(name: str) -> bool:
