@@ -431,13 +431,16 @@ class Interpreter:
             self._record("comm", name, Value(bdd, origins), node, key=("comm", effect))
         # a flag that only captures grad mode (`prefetch_allowed = torch.is_grad_enabled()`)
         # or a slot another module fills (`overlap = sequence_overlap_active(cfg)`, also
-        # where an `if` joins it) and is read after: its reads decide, not the capture
+        # where an `if` joins it, `if sp > 1: overlap = grad`) and is read after: its reads
+        # decide, not the capture
+        captures = {d.name for d in self.result.decisions if d.key[0] == "flag-store" and self.bdd.is_pure_grad(d.bdd)}
         self.result.decisions = [
             d
             for d in self.result.decisions
             if not (
                 (
                     (d.key[0] == "flag-store" and (self.bdd.is_pure_grad(d.bdd) or d.bdd in self._gated))
+                    or (d.key[0] == "flag-join" and d.name in captures)
                     or (
                         d.key[0] in ("flag-store", "flag-join")
                         and d.origins
