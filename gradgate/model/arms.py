@@ -724,6 +724,8 @@ def explained(
         return True
     if lost and {undetached(e.text) for e in lost} == {undetached(e.text) for e in replacement}:
         return True  # `x.detach() if not grad else x`: the same value, kept out of the graph or not
+    if lost and len(lost) == len(replacement) and all(any(_kept_by_noop(e, r) for r in replacement) for e in lost):
+        return True  # `w = _noop_cat(parts, buffer)` for `w = buffer`: the value, linked to the parts or not
     if any(NO_BACKWARD_PATH.search(effect.text) or effect.returns_none_items for effect in replacement):
         return True
     # an autograd wrapper stands for the same computation without one, not for another
@@ -754,6 +756,26 @@ def explained(
 
 #: calls that take a value out of autograd's graph or back in, the value unchanged
 _GRAPH_ONLY = re.compile(r"\.(detach_?|requires_grad_)\([^()]*\)")
+
+
+#: a function named for leaving its value as it is (`_noop_cat`, `identity`)
+_NOOP = re.compile(r"(?i)(^|_)(noop|no_op|identity)(_|$)")
+
+
+def _kept_by_noop(lost: Effect, replacement: Effect) -> bool:
+    """Does ``lost`` assign what ``replacement`` assigns through a function named for
+    leaving its value as it is, the value ``replacement`` assigns among its arguments?"""
+    if not lost.assigns or lost.assigns != replacement.assigns or not any(_NOOP.search(c) for c in lost.calls):
+        return False
+    try:
+        ours, theirs = (ast.parse(e.text).body[0] for e in (lost, replacement))
+    except SyntaxError:
+        return False
+    if not (isinstance(ours, ast.Assign) and isinstance(theirs, ast.Assign) and isinstance(ours.value, ast.Call)):
+        return False
+    call = ours.value
+    kept = ast.unparse(theirs.value)
+    return bool(_NOOP.search(last_name(call.func))) and any(ast.unparse(a) == kept for a in call.args)
 
 
 def undetached(text: str) -> str:

@@ -167,15 +167,30 @@ class TypeHints:
                 value = statement.value
                 if isinstance(value, ast.Constant) and value.value is None:
                     continue
-                if isinstance(value, ast.Name):
-                    makes.add(bound.get(value.id))
-                elif self_attribute(value) is not None:
-                    makes.add(self.attribute(info.owner, self_attribute(value) or ""))
-                else:
-                    makes.add(self.maker(value, aliases))
+                # each arm of `return self._train if training else self._eval`
+                for returned in (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,):
+                    makes.add(self._returned_make(info, returned, bound, aliases))
         result = makes.pop() if len(makes) == 1 else None
         self._returns[info.qualname] = result
         return result
+
+    def _returned_make(
+        self, info: FunctionInfo, value: ast.expr, bound: dict[str, str | None], aliases: dict[str, str]
+    ) -> str | None:
+        """What makes one value ``info`` returns: a local's make, an attribute's, a
+        call's maker, or a method of an attribute of known make (``return
+        self._registry.coordinator(training)``: that method, which the project follows)."""
+        if isinstance(value, ast.Name):
+            return bound.get(value.id)
+        attr = self_attribute(value)
+        if attr is not None:
+            return self.attribute(info.owner, attr)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            receiver = self_attribute(value.func.value)
+            made = self.attribute(info.owner, receiver) if receiver is not None else None
+            if made is not None:
+                return f"{made}.{value.func.attr}"
+        return self.maker(value, aliases)
 
 
 def _is_none(node: ast.expr) -> bool:
