@@ -50,6 +50,7 @@ from .index import (
     dotted,
     last_name,
     op_name,
+    own_statements,
     qualify,
     records_autograd,
     unwrapped_operation,
@@ -349,6 +350,10 @@ class Interpreter:
         self._seen_in_forward: set[CommEffect] = set()
         #: the values of reads of slots other modules fill (:meth:`_gated_slot`)
         self._gated: set[int] = set()
+        #: where the function leaves early by a path named for having no backward, taken
+        #: only without grad for some assignment (``if use_local_inference_kernel: return
+        #: out``): what grad off forces off there is replaced by it, not lost
+        self._inference_exits: list[int] = []
         #: the handlers of the ``try`` statements whose bodies are being interpreted
         self._handlers: list[list[ast.ExceptHandler]] = []
         #: how many loops (and comprehensions) the statement is in
@@ -408,6 +413,10 @@ class Interpreter:
                 # correct. A default autograd does not record either is no reason for grad
                 # mode to choose (vLLM's custom all-reduce vs `dist.all_reduce`).
                 continue
+            if self._replaced_by_inference_exit(bdd):
+                # the default path after an early exit named for inference, taken without
+                # grad (`if use_local_inference_kernel: return out`): replaced, not lost
+                continue
             if self.bdd.forced_off_by_no_grad(bdd) and self.bdd.asks_recording(bdd):
                 # run only where autograd records (`if grad and x.requires_grad: return
                 # funcol.all_reduce(x)`): the choice is autograd's, the opposite polarity
@@ -452,6 +461,17 @@ class Interpreter:
             )
         ]
         return self.result
+
+    def _replaced_by_inference_exit(self, runs: int) -> bool:
+        """Is every path ``runs`` loses without grad one that leaves by an inference
+        exit (:attr:`_inference_exits`) instead?"""
+        if not self._inference_exits:
+            return False
+        exits = FALSE
+        for condition in self._inference_exits:
+            exits = self.bdd.disj(exits, condition)
+        lost = self.bdd.conj(self.bdd.grad_on(runs), self.bdd.negate(self.bdd.grad_off(runs)))
+        return lost != FALSE and self.bdd.conj(lost, self.bdd.negate(self.bdd.grad_off(exits))) == FALSE
 
     def _comm_in_place(self, effect: CommEffect, condition: int, same: bool) -> bool:
         """Does communication run, only without grad, where ``effect`` (run under
@@ -808,6 +828,8 @@ class Interpreter:
         test = self.eval(s.test, env)
         c = test.bdd
         asked = self._arms_asked(s, test) if self._carries(c) else None
+        if asked is not None and _ends(s.body) and self._names_inference_path(s, test):
+            self._inference_exits.append(self.bdd.conj(self.pc, c))
         if asked is not None:
             block, start = rest
             then, other = _statement_arms(s, block[start:], self._live(), self._communicates, self._inputs())
@@ -840,6 +862,30 @@ class Interpreter:
                 handled = statements_arm(handler.body, self._live(), self._communicates, self._inputs())
                 return replace(arm, raises=handled.raises, effects=arm.effects | handled.effects)
         return arm
+
+    def _names_inference_path(self, s: ast.If, test: Value) -> bool:
+        """Is the ``if`` an exit taken, for some assignment, only without grad, named for
+        a path with no backward (its test, a name its grad mode was held under on the
+        way, or its body: ``uses_local_inference_kernel``, ``fast_path``)?"""
+        if not self.bdd.forced_off_by_grad(test.bdd) or self.bdd.forced_off_by_no_grad(test.bdd):
+            return False
+        held = {m for step in test.trail for m in re.findall(r"`([\w.]+)`", step.message)}
+        names = test_names_of(s, test.origins) | held | self._returned_names(s.test)
+        return any(NO_BACKWARD_PATH.search(n) for n in names) or any(
+            NO_BACKWARD_PATH.search(ast.unparse(b)) for b in s.body
+        )
+
+    def _returned_names(self, test: ast.expr) -> set[str]:
+        """The names the ``return`` expressions of the module's functions ``test`` calls
+        spell (``return quantized or uses_local_inference_kernel``)."""
+        found: set[str] = set()
+        for call in (n for n in ast.walk(test) if isinstance(n, ast.Call)):
+            resolved = self.index.resolve(call.func, self.owner, self.aliases)
+            info = self.index.functions.get(resolved[0]) if resolved is not None else None
+            for statement in own_statements(info.node.body) if info is not None else ():
+                if isinstance(statement, ast.Return) and statement.value is not None:
+                    found |= {n.id for n in ast.walk(statement.value) if isinstance(n, ast.Name)}
+        return found
 
     def _arms_asked(self, node: ast.AST, test: Value) -> frozenset[str] | None:
         """The names of the test of a decision whose arms are to be compared, or None
