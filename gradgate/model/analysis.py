@@ -362,7 +362,11 @@ class ModuleAnalysis:
                     return None
                 joined = bdd.disj(joined, bdd.conj(condition, value.bdd))
                 origins |= value.origins
-            if not bdd.depends_on_grad(joined) or not any(o in result.read_vars for o in origins):
+            # the reads are this function's, or another's of the module whose return it
+            # combines (`return self.will_sync() and not hooked`)
+            if not bdd.depends_on_grad(joined) or not any(
+                o in r.read_vars for o in origins for r in (result, *self.results.values())
+            ):
                 return None
         except BudgetExceeded:
             return None  # too large a condition to follow: the function's own findings stay
