@@ -1298,7 +1298,9 @@ class Interpreter:
                 value = value.with_step(Step(target.lineno, target.col_offset, f"grad mode held in `{name}`"))
             env.bind_name(name, value)
             shared = self.info is not None and name in self.index.declared_global(self.qualname)
-            if shared:
+            # `prev = _FLAG; ...; _FLAG = prev`: the global set back, no value of its own
+            restored = value.ident in (("global", name), ("param", self.qualname, GLOBAL + name))
+            if shared and not restored:
                 # `global RING_ATTN_GRAD` then a store: the module's, for every function
                 self.result.attribute_stores.append((GLOBAL + name, value, None))
                 self.result.state_stores.append((GLOBAL + name, value, s))

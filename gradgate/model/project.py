@@ -30,7 +30,7 @@ from .lines import LineIndex, split_lines
 from .outline import is_outlined, parse_outline
 from .summary import EMPTY, Effect, FunctionSummary, PlaceMaker, compose, summarise
 from .types import TypeHints
-from .values import GLOBAL, SUPER, FunctionRef
+from .values import GLOBAL, SUPER, FunctionRef, Value
 
 #: how many calls deep a parameter's effects are followed, and how many are kept
 MAX_DEPTH = 12
@@ -131,6 +131,7 @@ class Project:
         self._open: list[tuple[str, str, str]] = []
         self._returned: dict[tuple[str, str | None], tuple[int, Callee] | None] = {}
         self._returning: set[str] = set()
+        self._grad_globals: dict[str, frozenset[str]] = {}
         #: files whose bytes say no function of theirs returns grad mode
         self._no_grad_return: set[str] = set()
         #: above 0: only modules whose bytes spell grad mode are read
@@ -506,12 +507,39 @@ class Project:
             self._returned_of.setdefault(callee.module.name, set()).add(key)
             info = callee.module.index.functions[callee.qualname]
             # (a function relaying another's, `return grad_on()`, spells that one's name)
-            if callee.module.mentions_grad(info) or any(
-                callee.module.spells(info, name) for name in self.grad_returning_names()
+            globals_ = self.grad_globals(callee.module)
+            if (
+                callee.module.mentions_grad(info)
+                or any(callee.module.spells(info, name) for name in self.grad_returning_names())
+                or any(callee.module.spells(info, name[len(GLOBAL) :]) for name in globals_)
             ):
                 polarity = self.summary(callee.module, callee.qualname).returns_grad
                 found = (polarity, callee) if polarity is not None else None
         self._returned[key] = found
+        return found
+
+    def grad_globals(self, module: ModuleFile) -> frozenset[str]:
+        """The globals of ``module`` (``global:X``) its functions store grad mode itself
+        in, and nothing else (``_record_grad_mode`` setting ``_REDISTRIBUTE_ASYNC``, a
+        context manager setting one and back): what a getter of the module returning one
+        returns (remembered a module)."""
+        found = self._grad_globals.get(module.name)
+        if found is not None:
+            return found
+        self._grad_globals[module.name] = frozenset()  # a summary below asking again sees none
+        grad: set[str] = set()
+        other: set[str] = set()
+        index = module.index
+        for qualname, info in index.functions.items():
+            if not index.declared_global(qualname):
+                continue
+            if not module.mentions_grad(info):
+                other |= {GLOBAL + g for g in index.declared_global(qualname)}
+                continue
+            summary = self.summary(module, qualname)
+            grad |= summary.stores_grad
+            other |= summary.stores_other
+        found = self._grad_globals[module.name] = frozenset(grad - other)
         return found
 
     def _bound_source(self, qualified: str) -> tuple[int, Callee] | None:
@@ -571,6 +599,8 @@ class Project:
 
             context = Context(module.index, Manager(), project=self, module=module)
             context.summarising = True
+            # a getter of a global its module stores grad mode in returns grad mode
+            context.attributes = {g: Value(context.bdd.grad) for g in self.grad_globals(module)}
             try:
                 result = interpret(context, info)
             except (BudgetExceeded, RecursionError):

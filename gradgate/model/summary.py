@@ -62,6 +62,11 @@ class FunctionSummary:
     returns_grad: int | None = None
     #: parameters that choose what the function returns (by a branch or in the value)
     chooses_return: frozenset[str] = frozenset()
+    #: the module's globals the function stores a value in: those it stores grad mode
+    #: itself in (``global X; X = torch.is_grad_enabled()``), and those it stores
+    #: anything else in (a set-back of the global's own value is neither)
+    stores_grad: frozenset[str] = frozenset()
+    stores_other: frozenset[str] = frozenset()
 
 
 EMPTY = FunctionSummary((), frozenset())
@@ -171,7 +176,21 @@ def summarise(
         for b in (*result.return_conditions, *(r.bdd for r in result.returns))
         for v in bdd.params_in(b)
     }
-    return FunctionSummary(positional, keyword_only, tuple(effects), tuple(links), returns_grad, frozenset(chooses))
+    stored: dict[str, bool] = {}
+    for attr, value, _node in result.state_stores:
+        if attr.startswith(GLOBAL):
+            pure = bdd.is_pure_grad(value.bdd) and value.items is None and value.fields is None
+            stored[attr] = stored.get(attr, True) and pure
+    return FunctionSummary(
+        positional,
+        keyword_only,
+        tuple(effects),
+        tuple(links),
+        returns_grad,
+        frozenset(chooses),
+        frozenset(a for a, grad in stored.items() if grad),
+        frozenset(a for a, grad in stored.items() if not grad),
+    )
 
 
 def _read_of(argument: ast.expr | None, name: str) -> ast.Name | None:
