@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Iterable
 
 from ..config import Config
@@ -592,6 +593,8 @@ class ModuleAnalysis:
             off = bdd.real(bdd.restrict_all(decision.bdd, {**all_on, var: False}))
             if on == off:
                 continue
+            if decision.depends_any_way and opens_without_grad(decision, on, off):
+                continue
             if decision.depends_any_way or bdd.conj(off, bdd.negate(on)) == 0:
                 gating.append((origin, var, 1))
         if not gating:
@@ -616,6 +619,25 @@ class ModuleAnalysis:
             )
             entries.append(Entry(decision, origin, statement, proven, coupled, trail))
         return entries
+
+
+#: a name saying the module's train or eval mode (`fp32_eval`, `training`, `is_train`)
+_MODE_WORD = re.compile(r"(?i)(^|_)(train(ing)?|eval)(_|$)")
+
+
+def opens_without_grad(decision: Decision, on: int, off: int) -> bool:
+    """Is ``decision`` (a choice), with grad mode on (``on``) always the one value and
+    without it (``off``) another only where an option asks (``fp32 if inference and
+    self.fp16 else dtype``)? Then grad off turns a special path on: the opposite
+    polarity. Not where the statement names the module's train or eval mode
+    (``self.fp32_eval and not grad``): grad mode stands in for it there."""
+    if on not in (0, 1) or off in (0, 1):
+        return False
+    return not any(
+        _MODE_WORD.search(n.attr if isinstance(n, ast.Attribute) else n.id)
+        for n in ast.walk(decision.node)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    )
 
 
 def _seeded(value: Value | None, item: int | str | None, bdd: Manager) -> bool:

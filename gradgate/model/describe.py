@@ -19,7 +19,7 @@ import ast
 import sys
 
 from ..config import Config
-from .analysis import ModuleAnalysis
+from .analysis import ModuleAnalysis, opens_without_grad
 from .decisions import kind_of
 from .interpret import CommEffect, Decision, effect_form
 from .project import Project
@@ -35,7 +35,8 @@ def describe(
     lines: list[tuple[tuple[int, int, str], str]] = []
     for decision in analysis.decisions:
         if kind_of(decision.kind).any_way:
-            verdict = "gated" if bdd.depends_on_grad(decision.bdd) else "free"
+            on, off = bdd.grad_on(decision.bdd), bdd.grad_off(decision.bdd)
+            verdict = "free" if on == off else "opposite" if opens_without_grad(decision, on, off) else "gated"
         elif bdd.forced_off_by_no_grad(decision.bdd):
             verdict = "gated"
         elif bdd.forced_off_by_grad(decision.bdd):
