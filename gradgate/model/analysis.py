@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 from collections.abc import Iterable
 
 from ..config import Config
 from ..records import record, replace
 from .bdd import FALSE, BudgetExceeded, Manager
 from .decisions import ARM_KINDS
-from .index import FunctionInfo, ModuleIndex, fed_training_parameters, mentions_training
+from .index import FunctionInfo, ModuleIndex, fed_training_parameters, mentions_training, names_a_mode
 from .interpret import (
     PLAIN,
     CallSite,
@@ -621,23 +620,13 @@ class ModuleAnalysis:
         return entries
 
 
-#: a name saying the module's train or eval mode (`fp32_eval`, `training`, `is_train`)
-_MODE_WORD = re.compile(r"(?i)(^|_)(train(ing)?|eval)(_|$)")
-
-
 def opens_without_grad(decision: Decision, on: int, off: int) -> bool:
     """Is ``decision`` (a choice), with grad mode on (``on``) always the one value and
     without it (``off``) another only where an option asks (``fp32 if inference and
     self.fp16 else dtype``)? Then grad off turns a special path on: the opposite
     polarity. Not where the statement names the module's train or eval mode
     (``self.fp32_eval and not grad``): grad mode stands in for it there."""
-    if on not in (0, 1) or off in (0, 1):
-        return False
-    return not any(
-        _MODE_WORD.search(n.attr if isinstance(n, ast.Attribute) else n.id)
-        for n in ast.walk(decision.node)
-        if isinstance(n, (ast.Name, ast.Attribute))
-    )
+    return on in (0, 1) and off not in (0, 1) and not names_a_mode(decision.node)
 
 
 def _seeded(value: Value | None, item: int | str | None, bdd: Manager) -> bool:

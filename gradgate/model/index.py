@@ -1063,6 +1063,19 @@ def _stage_step(info: FunctionInfo) -> bool:
     return len(positional) > len(args.defaults) or args.vararg is not None
 
 
+#: a name saying the module's train or eval mode (`fp32_eval`, `ring_in_eval`, `is_train`)
+_MODE_WORD = re.compile(r"(?i)(^|_)(train(ing)?|eval)(_|$)")
+
+
+def names_a_mode(node: ast.AST) -> bool:
+    """Does ``node`` spell a name saying the module's train or eval mode?"""
+    return any(
+        _MODE_WORD.search(n.attr if isinstance(n, ast.Attribute) else n.id)
+        for n in ast.walk(node)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    )
+
+
 def mentions_training(call: ast.Call) -> bool:
     """Does the call pass a module's train/eval mode (``x.training``)?"""
     return any(

@@ -49,6 +49,7 @@ from .index import (
     ModuleIndex,
     dotted,
     last_name,
+    names_a_mode,
     op_name,
     own_statements,
     qualify,
@@ -413,6 +414,11 @@ class Interpreter:
                 # correct. A default autograd does not record either is no reason for grad
                 # mode to choose (vLLM's custom all-reduce vs `dist.all_reduce`).
                 continue
+            if self._replaced_where_an_option_asks(effect, bdd, origins):
+                # replaced without grad by other communication only where an option grad
+                # mode on does not ask (`if inference and custom_ar: custom(x)` then
+                # `all_reduce(x)`): grad off turns the special path on, the opposite polarity
+                continue
             if self._replaced_by_inference_exit(bdd):
                 # the default path after an early exit named for inference, taken without
                 # grad (`if use_local_inference_kernel: return out`): replaced, not lost
@@ -461,6 +467,23 @@ class Interpreter:
             )
         ]
         return self.result
+
+    def _replaced_where_an_option_asks(self, effect: CommEffect, runs: int, origins: frozenset[ast.AST]) -> bool:
+        """Does grad off lose ``effect`` (run under ``runs``) only where an option its
+        grad-on path does not read asks for another collective, which runs there
+        instead? Not where the reads' statements name the module's train or eval mode
+        (``ring_in_eval``: grad mode stands in for it)."""
+        on, off = self.bdd.grad_on(runs), self.bdd.grad_off(runs)
+        lost = self.bdd.conj(on, self.bdd.negate(off))
+        if lost == FALSE or self.bdd.support(lost) <= self.bdd.support(on):
+            return False
+        replaced = FALSE
+        for other, (other_runs, _o, _n, _name) in self._comm.items():
+            if other != effect and self.bdd.forced_off_by_grad(other_runs):
+                replaced = self.bdd.disj(replaced, self.bdd.grad_off(other_runs))
+        if self.bdd.conj(lost, self.bdd.negate(replaced)) != FALSE:
+            return False
+        return not any(names_a_mode(self.result.origins[o][0]) for o in origins if o in self.result.origins)
 
     def _replaced_by_inference_exit(self, runs: int) -> bool:
         """Is every path ``runs`` loses without grad one that leaves by an inference
