@@ -946,7 +946,13 @@ class Interpreter:
             others = replacement.effects - arm.effects
             if lost and not arm.saves and not explained(lost, others, test_names, arm.kept, self._forward_calls):
                 decided = Value(condition, test.origins)
-                self._record("branch", arms_summary(lost), decided, node, key=("branch", side, id(node)))
+                # an arm drawing at random (`x.new_empty(shape).bernoulli_(keep)`): a
+                # training-only regulariser, as a dropout kernel's mode is
+                drawn = next((c for e in lost for c in e.calls if _TRAINING_ONLY.search(c)), None)
+                if drawn is not None:
+                    self._record("regulariser", f"{drawn}()", decided, node, key=("branch", side, id(node)))
+                else:
+                    self._record("branch", arms_summary(lost), decided, node, key=("branch", side, id(node)))
             elif (
                 not lost
                 and (waits := frozenset(e for e in replacement.effects - arm.effects if serialises(e)))
