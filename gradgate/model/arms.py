@@ -49,7 +49,7 @@ _BOOKKEEPING_NAME = re.compile(
 #: receivers whose methods are autograd's or the run's bookkeeping (`ctx.x`, `logger.info`)
 _BOOKKEEPING_RECEIVER = re.compile(r"(?i)^(ctx|logger|log|logging|warnings|_?log|tracker|profiler|nvtx|wandb)$")
 #: a call that is autograd's wrapper of a computation
-AUTOGRAD_WRAPPER = re.compile(r"(?i)^apply$|(^|_)(checkpoint|recompute|autograd|differentiable|with_grad)")
+AUTOGRAD_WRAPPER = re.compile(r"(?i)^apply$|(^|_)(checkpoint|ckpt|recompute|autograd|differentiable|with_grad)")
 #: a name saying what it calls is not wrapped (`_forward_affine_no_autograd`)
 _NOT_WRAPPED = re.compile(r"(?i)(no|non|without)_?(autograd|differentiable|grad)")
 #: a function or value named for a path that has no backward: taking it without grad
