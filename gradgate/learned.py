@@ -170,7 +170,10 @@ def _value(data: bytes, start: int) -> bytes:
 
 _RESTORED = re.compile(rb"set_grad_enabled\(\s*(?:[\w.]*\.)?(\w+)\s*\)")
 #: a local saving a field's value to set it back (`prev = OPTIONS.use_side_stream`)
-_SAVED = re.compile(rb"^[ \t]*(\w+)[ \t]*=[ \t]*[A-Za-z_][\w.]*\.(\w+)[ \t]*(?:#[^\n]*)?$", re.M)
+#: (`prev = _STATE["grad"]` for a key)
+_SAVED = re.compile(
+    rb"^[ \t]*(\w+)[ \t]*=[ \t]*[A-Za-z_][\w.]*(?:\.(\w+)|\[\s*['\"](\w+)['\"]\s*\])[ \t]*(?:#[^\n]*)?$", re.M
+)
 #: how far back a keyword's call is looked for (a call's arguments span a few lines)
 _CALL_REACH = 4096
 _CALLEE = re.compile(rb"([A-Za-z_][\w.]*)\s*$")
@@ -218,7 +221,7 @@ def learn(data: bytes, sources: Iterable[str]) -> Learned:
     encoded = [n.encode() for n in names]
     held = {m.group(1) for m in capture.finditer(data)}
     # `prev = X.field` ... `X.field = prev`: the field set back, not another value stored
-    saved = {(m.group(1), m.group(2).decode()) for m in _SAVED.finditer(data)}
+    saved = {(m.group(1), (m.group(2) or m.group(3)).decode()) for m in _SAVED.finditer(data)}
 
     fields: set[str] = set()
     keys: set[str] = set()

@@ -97,6 +97,16 @@ def test_a_field_also_stored_otherwise_is_not_learned():
     assert learn(restored, ["is_grad_enabled"]).gated_names() == ("use_side_stream",)
     other = restored.replace(b"prev = OPTIONS.use_side_stream", b"prev = OPTIONS.other_stream")
     assert learn(other, ["is_grad_enabled"]).gated_names() == ()
+    # the same for a key of a module's state dict set back
+    keyed = (
+        b"import torch\n"
+        b"def capture_grad_mode():\n"
+        b"    prev = _STATE['grad_on']\n"
+        b"    _STATE['grad_on'] = torch.is_grad_enabled()\n"
+        b"    yield\n"
+        b"    _STATE['grad_on'] = prev\n"
+    )
+    assert learn(keyed, ["is_grad_enabled"]).names() == ((), ("grad_on",), ())
 
 
 def test_slots_filled_with_a_value_grad_mode_gates_are_learned():

@@ -527,19 +527,21 @@ class Project:
         if found is not None:
             return found
         self._grad_globals[module.name] = frozenset()  # a summary below asking again sees none
+        known = set(self._summaries.get(module.name, {}))
         grad: set[str] = set()
         other: set[str] = set()
         index = module.index
-        for qualname, info in index.functions.items():
+        for qualname in index.functions:
             if not index.declared_global(qualname):
-                continue
-            if not module.mentions_grad(info):
-                other |= {GLOBAL + g for g in index.declared_global(qualname)}
-                continue
+                continue  # (a function declaring a global only to read it stores nothing)
             summary = self.summary(module, qualname)
             grad |= summary.stores_grad
             other |= summary.stores_other
         found = self._grad_globals[module.name] = frozenset(grad - other)
+        if found:  # the summaries made meanwhile saw none of them: made again when asked
+            summaries = self._summaries.get(module.name, {})
+            for qualname in set(summaries) - known:
+                del summaries[qualname]
         return found
 
     def _bound_source(self, qualified: str) -> tuple[int, Callee] | None:
