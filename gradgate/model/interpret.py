@@ -70,7 +70,8 @@ _MODE_KEYWORDS = re.compile(
 _SELECTION_KEYWORDS = re.compile(r"(^|_)(group|pg|process_group)$")
 #: callees that take a training flag to say it, not to compute with it (logging, containers)
 _NOT_KERNELS = re.compile(
-    r"^(print|debug|info|warning|warn|error|critical|exception|log|format|append|extend|insert|add|update|write)$"
+    r"^(print|debug|info|warning|warn|error|critical|exception|log|format|append|extend|insert|add|update|write"
+    r"|partial)$"  # `functools.partial(fn, flag=...)` binds `fn`'s parameter: the call of it decides
 )
 _MODE_SWITCHES = {"train": True, "eval": False}
 #: callees that run a function again for the backward (checkpointing): their options
