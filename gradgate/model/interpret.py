@@ -2934,13 +2934,27 @@ class Interpreter:
             absent = self.bdd.atom(("not-called", id(node)))
             received = self.bdd.ite(self.pc, value.bdd, absent)
             chosen = Value(received, value.origins | self.pc_origins)
-            self._record(
-                "mode-selector",
-                f"{qualname.rsplit('.', 1)[-1]}({name}=)",
-                chosen,
-                node,
-                key=("mode-selector", name, id(node)),
-            )
+            key = ("mode-selector", name, id(node))
+            self._record("mode-selector", f"{qualname.rsplit('.', 1)[-1]}({name}=)", chosen, node, key=key)
+            place = self._selector_test(info, name)
+            decisions = self.result.decisions
+            if place is not None and decisions and decisions[-1].key == key:
+                # `key = "train" if training else "eval"` in the selector: decided there
+                decisions[-1] = replace(decisions[-1], via=(place,))
+
+    def _selector_test(self, info: FunctionInfo, name: str) -> Place | None:
+        """Where the selector ``info`` of the module tests its parameter ``name`` (the
+        first ``if``, conditional expression or ``while`` reading it), as a deciding place."""
+        module = self.c.module
+        if module is None or self.index.functions.get(info.qualname) is not info:
+            return None
+        tests = [n.test for n in ast.walk(info.node) if isinstance(n, (ast.If, ast.IfExp, ast.While))]
+        reads = [r for t in tests for r in ast.walk(t) if isinstance(r, ast.Name) and r.id == name]
+        if not reads:
+            return None
+        first = min(reads, key=lambda r: (r.lineno, r.col_offset))
+        message = f"`{name}` decides the train/eval state chosen here"
+        return replace(module.places(first.lineno, first.col_offset, message), decides=True)
 
 
 #: items of a forwarded ``*args`` a summary follows
