@@ -2489,6 +2489,9 @@ class Interpreter:
         name = func.id if isinstance(func, ast.Name) and func.id not in self.index.functions else None
         if name in ("bool", "staticmethod", "classmethod") and len(args) == 1 and not node.keywords:
             return args[0]
+        if name == "dict" and not args and node.keywords and all(k.arg for k in node.keywords):
+            # `dict(async_op=a and grad, ...)`: a mapping of those entries, as a literal is
+            return Value(TRUE, ident=("dict", id(node)), fields=bound)
         if name == "super" and not args and self.owner is not None and self.c.project is not None:
             # `super().method(...)`: the method as the class's bases have it
             return replace(self._opaque(("super", id(node))), made_by=f"{self.c.hints.local(self.owner)}{SUPER}")
