@@ -152,3 +152,15 @@ def test_edit_is_the_one_region_that_differs(old, new, expected):
     from gradgate.results import Edit
 
     assert _edit(old, new) == Edit(*expected)
+
+
+def test_a_flag_left_as_itself_stays_where_nothing_bound_it_before():
+    # `x = grad and x` with `x` bound nowhere before in the function raises
+    # UnboundLocalError with grad on; deleting the statement would hide that (found by
+    # tests/test_properties.py): it becomes `x = x` there, and goes where `x` is a parameter
+    unbound = b"import torch\ndef f(ub_oerlap_ag, x):\n    ub_overlap_ag = torch.is_grad_enabled() and ub_overlap_ag\n    return None\n"
+    assert (
+        _fix(unbound) == b"import torch\ndef f(ub_oerlap_ag, x):\n    ub_overlap_ag = ub_overlap_ag\n    return None\n"
+    )
+    bound = unbound.replace(b"ub_oerlap_ag", b"ub_overlap_ag")
+    assert _fix(bound) == b"import torch\ndef f(ub_overlap_ag, x):\n    return None\n"

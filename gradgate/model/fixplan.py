@@ -289,22 +289,28 @@ def _is_self_assignment(statement: ast.stmt, value: ast.AST, kept: ast.AST) -> b
 
 
 def _removable_self_assignment(statement: ast.stmt, block_of: BlockIndex) -> bool:
-    """Can ``x = x`` go? In a function or a module the name read is the one bound, so
-    yes; in a class body ``x = x`` reads the enclosing scope's ``x`` and binds a class
-    attribute: it goes only where the class body bound ``x`` before it."""
+    """Can ``x = x`` go? At a module's top level the name read is the one bound (a
+    module's names may come from anywhere: a star import, the caller's globals), so
+    yes. In a function ``x = x`` reads the local ``x``: where neither a parameter nor a
+    line before binds it, it raises ``UnboundLocalError``, and it stays. In a class body
+    it reads the enclosing scope's ``x`` and binds a class attribute: it goes only where
+    the class body bound ``x`` before it."""
     scope = block_of.scope_of(statement)
-    if not isinstance(scope, ast.ClassDef):
-        return True
     target = statement.targets[0] if isinstance(statement, ast.Assign) else getattr(statement, "target", None)
-    if not isinstance(target, ast.Name):
+    if not isinstance(target, ast.Name) or isinstance(scope, ast.Module):
         return True  # `obj.x = obj.x` stores where it reads
-    return _bound_in_class_before(scope, target.id, statement)
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        arguments = scope.args
+        parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+        if any(a is not None and a.arg == target.id for a in parameters):
+            return True
+    return _bound_before(scope, target.id, statement)
 
 
-def _bound_in_class_before(klass: ast.ClassDef, name: str, statement: ast.stmt) -> bool:
-    """Does the body of ``klass`` (not its functions' or nested classes') bind ``name``
-    on a line before ``statement``?"""
-    stack: list[ast.AST] = list(klass.body)
+def _bound_before(scope: ast.AST, name: str, statement: ast.stmt) -> bool:
+    """Does the body of ``scope`` (a class, a function, a module; not its functions' or
+    nested classes') bind ``name`` on a line before ``statement``?"""
+    stack: list[ast.AST] = list(getattr(scope, "body", []))
     while stack:
         node = stack.pop()
         if node is statement or getattr(node, "lineno", 0) >= statement.lineno:
