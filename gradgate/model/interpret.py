@@ -62,6 +62,7 @@ from .values import GLOBAL, SUPER, Environment, FunctionRef, Place, Step, Value
 
 if TYPE_CHECKING:
     from .project import Callee, ModuleFile, Project
+    from .summary import FunctionSummary
 
 _TRAINING_NAME = re.compile(r"^(is_)?train(ing)?(_mode)?$")
 _MODE_KEYWORDS = re.compile(
@@ -466,6 +467,9 @@ class Interpreter:
                 and d.name in self.result.forward_reads
                 and self.result.read_after.get(d.name, 0) > getattr(d.node, "lineno", 0)
             )
+            # `return {"overlap_all_gather": grad}`: an entry of what is returned, decided
+            # where the caller reads it
+            and not (d.key[0] == "flag-key" and isinstance(d.node, ast.Return) and self.bdd.is_pure_grad(d.bdd))
         ]
         return self.result
 
@@ -1729,6 +1733,29 @@ class Interpreter:
         self._gated.add(gated)
         return Value(gated, frozenset({node}), ident=("gated", held, attr), trail=(step,))
 
+    def _returned_parts(self, node: ast.Call, summary: FunctionSummary, source: Callee) -> Value:
+        """The tuple or mapping another module's function returns with grad mode itself in
+        some parts (``grad, inference = grad_flags()``): each such part a read of grad
+        mode at the call, which no fix acts on (what to change is in that function)."""
+        read = self.bdd.read(("read", id(node)))
+        said = f"`{source.qualname}()` of `{source.module.name}` returns grad mode in what it returns"
+        step = Step(node.lineno, node.col_offset, said)
+        if self.statement is not None:
+            self.result.origins[node] = (self.statement, 1, (step,))
+        self.result.read_vars[node] = self.bdd.var(read)
+        self.result.carried[node] = f"{source.qualname}()"
+        polarity = dict(summary.returns_parts)
+
+        def part(key: int | str) -> Value:
+            if key not in polarity:
+                return self._opaque(("part", id(node), key))
+            return Value(read if polarity[key] > 0 else self.bdd.negate(read), frozenset({node}), trail=(step,))
+
+        if summary.returns_length is not None:
+            return Value(TRUE, ident=("call", id(node)), items=tuple(part(i) for i in range(summary.returns_length)))
+        fields = tuple((k, part(k)) for k, _ in summary.returns_parts if isinstance(k, str))
+        return Value(TRUE, ident=("call", id(node)), fields=fields)
+
     def _gated_call(self, node: ast.Call, callee: Value) -> Value | None:
         """A call of a function another module defines to return a value grad mode gates
         (``sequence_overlap_active(cfg)``, ``self.args.ep_forward()``): as a read of a
@@ -2228,6 +2255,9 @@ class Interpreter:
                 polarity, source = returned
                 said = f"`{source.qualname}()` of `{source.module.name}` returns grad mode"
                 return self._read(self._grad(polarity, node, Step(node.lineno, node.col_offset, said)), node)
+            parts = self.c.project.returned_parts(target) if self.c.project is not None else None
+            if parts is not None:
+                return self._returned_parts(node, *parts)
             value = self._opaque(("call", id(node)), origins)
             value = self._chosen_by_arguments(node, value, elsewhere, [*leading, *self._positional(node, args)], named)
             return replace(value, made_by=target.qualname) if target.receiver is None else value

@@ -132,6 +132,8 @@ class Project:
         self._returned: dict[tuple[str, str | None], tuple[int, Callee] | None] = {}
         self._returning: set[str] = set()
         self._grad_globals: dict[str, frozenset[str]] = {}
+        #: the callees :meth:`returned_grad` read (what :meth:`returned_parts` asks again)
+        self._returned_callee: dict[tuple[str, str | None], Callee] = {}
         #: files whose bytes say no function of theirs returns grad mode
         self._no_grad_return: set[str] = set()
         #: above 0: only modules whose bytes spell grad mode are read
@@ -486,6 +488,17 @@ class Project:
                             stores[attr].append(entry)
         return stores
 
+    def returned_parts(self, ref: FunctionRef) -> tuple[FunctionSummary, Callee] | None:
+        """``(summary, callee)`` when the function a call of ``ref`` runs returns a tuple
+        or mapping holding grad mode itself (:attr:`FunctionSummary.returns_parts`); the
+        same modules and functions are read as for :meth:`returned_grad`."""
+        found = self.returned_grad(ref)  # (reads the callee as that does)
+        callee = self._returned_callee.get((ref.qualname, ref.receiver))
+        if found is not None or callee is None:
+            return None
+        summary = self.summary(callee.module, callee.qualname)
+        return (summary, callee) if summary.returns_parts else None
+
     def returned_grad(self, ref: FunctionRef) -> tuple[int, Callee] | None:
         """``(polarity, callee)`` when the function a call of ``ref`` runs returns grad
         mode (1) or its negation (-1). Only modules whose bytes could return grad mode
@@ -515,6 +528,7 @@ class Project:
             ):
                 polarity = self.summary(callee.module, callee.qualname).returns_grad
                 found = (polarity, callee) if polarity is not None else None
+                self._returned_callee[key] = callee
         self._returned[key] = found
         return found
 
@@ -550,17 +564,25 @@ class Project:
         call of it reads grad mode."""
         module_name, _, name = qualified.rpartition(".")
         module = self.load(module_name) if module_name else None
-        if module is None:
-            return None
+        polarity = self.bound_sources(module).get(name) if module is not None else None
+        return (polarity, Callee(module, name, 0)) if polarity is not None and module is not None else None
+
+    def bound_sources(self, module: ModuleFile) -> dict[str, int]:
+        """The names ``module`` binds at its top level to a grad-mode source, with its
+        polarity (``_grad_enabled = torch.is_grad_enabled``; the first binding of a name)."""
+        found: dict[str, int] = {}
+        seen: set[str] = set()
         for statement in module.index.tree.body:
             if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
                 continue
             target, value = statement.targets[0], statement.value
-            if isinstance(target, ast.Name) and target.id == name:
+            if isinstance(target, ast.Name) and target.id not in seen:
+                seen.add(target.id)
                 spelled = dotted(value)
                 polarity = self.config.sources.polarity(qualify(spelled, module.index.aliases)) if spelled else None
-                return (polarity, Callee(module, name, 0)) if polarity is not None else None
-        return None
+                if polarity is not None:
+                    found[target.id] = polarity
+        return found
 
     def communicates(self, callee: Callee) -> bool:
         """Does the function a call runs communicate in the forward? Its body says, as
@@ -597,12 +619,15 @@ class Project:
         info = module.index.functions.get(qualname)
         summary = EMPTY
         if info is not None:
-            from .interpret import Context, interpret
+            from .interpret import Context, grad_function, interpret
 
             context = Context(module.index, Manager(), project=self, module=module)
             context.summarising = True
             # a getter of a global its module stores grad mode in returns grad mode
             context.attributes = {g: Value(context.bdd.grad) for g in self.grad_globals(module)}
+            # the module's names bound to a source (`_grad_enabled = torch.is_grad_enabled`)
+            for name, polarity in self.bound_sources(module).items():
+                context.bound_sources[(None, name)] = grad_function(polarity)
             try:
                 result = interpret(context, info)
             except (BudgetExceeded, RecursionError):

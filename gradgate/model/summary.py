@@ -67,6 +67,12 @@ class FunctionSummary:
     #: anything else in (a set-back of the global's own value is neither)
     stores_grad: frozenset[str] = frozenset()
     stores_other: frozenset[str] = frozenset()
+    #: where the function returns one tuple or mapping holding grad mode itself in some
+    #: items or entries (``return torch.is_grad_enabled(), torch.is_inference_mode_enabled()``,
+    #: ``return {"overlap": grad}``): its length (None for a mapping) and those parts with
+    #: their polarity
+    returns_parts: tuple[tuple[int | str, int], ...] = ()
+    returns_length: int | None = None
 
 
 EMPTY = FunctionSummary((), frozenset())
@@ -176,6 +182,15 @@ def summarise(
         for b in (*result.return_conditions, *(r.bdd for r in result.returns))
         for v in bdd.params_in(b)
     }
+    returned_parts: list[tuple[int | str, int]] = []
+    length: int | None = None
+    if returns_grad is None and len(result.returns) == 1:
+        record = result.returns[0]
+        named: list[tuple[int | str, Value]] = [*enumerate(record.items or ()), *(record.fields or ())]
+        for key, piece in named:
+            if bdd.is_pure_grad(piece.bdd) and piece.items is None and piece.fields is None:
+                returned_parts.append((key, 1 if bdd.polarity(piece.bdd) else -1))
+        length = len(record.items) if record.items is not None else None
     stored: dict[str, bool] = {}
     for attr, value, _node in result.state_stores:
         if attr.startswith(GLOBAL):
@@ -190,6 +205,8 @@ def summarise(
         frozenset(chooses),
         frozenset(a for a, grad in stored.items() if grad),
         frozenset(a for a, grad in stored.items() if not grad),
+        tuple(returned_parts),
+        length,
     )
 
 
