@@ -1658,6 +1658,8 @@ class Interpreter:
             slot = ("attr", base.ident if base.ident is not None else ("v", base.bdd), attr)
             return self._gated_slot(node, slot, attr)
         carried = self.c.sources.carrier_polarity(attr)
+        if carried is not None and self._module_function(base, attr) is not None:
+            carried = None  # `_forward_state.forward_grad_enabled`: a function, what it returns decides
         if carried is not None and stored is None and not self._backward_context():
             # `state_ctx.grad_enabled` of an object nothing in the module stores it on: the
             # carrier by its spelling, as a parameter with no caller is
@@ -1711,6 +1713,16 @@ class Interpreter:
             branches.append((chosen, value))
             rest = self.bdd.conj(rest, self.bdd.negate(chosen))
         return Value(TRUE, ident=("attr", ("self",), attr), alternatives=tuple(branches))
+
+    def _module_function(self, base: Value, attr: str) -> str | None:
+        """The qualified name of the function ``attr`` of the imported module ``base``
+        holds, where the project finds one; None otherwise."""
+        ref = base.function
+        if ref is None or not ref.external or ref.receiver is not None or self.c.project is None:
+            return None
+        qualified = f"{ref.qualname}.{attr}"
+        found = self.c.project.resolve(qualified)
+        return qualified if found is not None and found[1] == "function" else None
 
     def _gated_slot(self, node: ast.AST, held: object, attr: str) -> Value:
         """``cfg.overlap_ag`` where another module fills ``overlap_ag`` with a value grad
