@@ -132,6 +132,8 @@ class Project:
         self._returned: dict[tuple[str, str | None], tuple[int, Callee] | None] = {}
         self._returning: set[str] = set()
         self._grad_globals: dict[str, frozenset[str]] = {}
+        self._bound_sources: dict[str, dict[str, int]] = {}
+        self._declaring: dict[str, bool] = {}
         #: the callees :meth:`returned_grad` read (what :meth:`returned_parts` asks again)
         self._returned_callee: dict[tuple[str, str | None], Callee] = {}
         #: files whose bytes say no function of theirs returns grad mode
@@ -520,16 +522,32 @@ class Project:
             self._returned_of.setdefault(callee.module.name, set()).add(key)
             info = callee.module.index.functions[callee.qualname]
             # (a function relaying another's, `return grad_on()`, spells that one's name)
-            globals_ = self.grad_globals(callee.module)
+            module = callee.module
             if (
-                callee.module.mentions_grad(info)
-                or any(callee.module.spells(info, name) for name in self.grad_returning_names())
-                or any(callee.module.spells(info, name[len(GLOBAL) :]) for name in globals_)
+                module.mentions_grad(info)
+                or any(module.spells(info, name) for name in self.grad_returning_names())
+                # (a global of its module it spells, stored grad mode in: what the summary
+                # of the module's functions storing it says; asked only then)
+                or (
+                    self._declares_globals(module)
+                    and any(module.spells(info, name) for name in module.index.set_globals())
+                    and any(module.spells(info, name[len(GLOBAL) :]) for name in self.grad_globals(module))
+                )
             ):
                 polarity = self.summary(callee.module, callee.qualname).returns_grad
                 found = (polarity, callee) if polarity is not None else None
                 self._returned_callee[key] = callee
         self._returned[key] = found
+        return found
+
+    def _declares_globals(self, module: ModuleFile) -> bool:
+        """Does a line of ``module`` declare a global (``global X``)? Read off its lines
+        once, before its functions are walked for them."""
+        found = self._declaring.get(module.name)
+        if found is None:
+            found = self._declaring[module.name] = any(
+                line.lstrip().startswith("global ") for line in module.places.lines
+            )
         return found
 
     def grad_globals(self, module: ModuleFile) -> frozenset[str]:
@@ -545,9 +563,13 @@ class Project:
         grad: set[str] = set()
         other: set[str] = set()
         index = module.index
-        for qualname in index.functions:
-            if not index.declared_global(qualname):
+        for qualname, info in index.functions.items():
+            declared = index.declared_global(qualname)
+            if not declared:
                 continue  # (a function declaring a global only to read it stores nothing)
+            if not module.mentions_grad(info):  # it stores no grad mode: what else, read off
+                other |= {GLOBAL + name for name in _stored_otherwise(info.node, declared)}
+                continue
             summary = self.summary(module, qualname)
             grad |= summary.stores_grad
             other |= summary.stores_other
@@ -569,8 +591,13 @@ class Project:
 
     def bound_sources(self, module: ModuleFile) -> dict[str, int]:
         """The names ``module`` binds at its top level to a grad-mode source, with its
-        polarity (``_grad_enabled = torch.is_grad_enabled``; the first binding of a name)."""
+        polarity (``_grad_enabled = torch.is_grad_enabled``; the first binding of a name;
+        remembered a module)."""
+        known = self._bound_sources.get(module.name)
+        if known is not None:
+            return known
         found: dict[str, int] = {}
+        self._bound_sources[module.name] = found
         seen: set[str] = set()
         for statement in module.index.tree.body:
             if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
@@ -623,8 +650,10 @@ class Project:
 
             context = Context(module.index, Manager(), project=self, module=module)
             context.summarising = True
-            # a getter of a global its module stores grad mode in returns grad mode
-            context.attributes = {g: Value(context.bdd.grad) for g in self.grad_globals(module)}
+            # a getter of a global its module stores grad mode in returns grad mode (asked
+            # only of a function spelling one of the module's set globals)
+            if self._declares_globals(module) and any(module.spells(info, n) for n in module.index.set_globals()):
+                context.attributes = {g: Value(context.bdd.grad) for g in self.grad_globals(module)}
             # the module's names bound to a source (`_grad_enabled = torch.is_grad_enabled`)
             for name, polarity in self.bound_sources(module).items():
                 context.bound_sources[(None, name)] = grad_function(polarity)
@@ -755,6 +784,31 @@ class Project:
         for effect in out:
             unique.setdefault((effect.kind, effect.name, effect.polarity, effect.steps[-1]), effect)
         return tuple(list(unique.values())[:MAX_EFFECTS])
+
+
+def _stored_otherwise(function: ast.AST, names: frozenset[str]) -> set[str]:
+    """The globals ``names`` that ``function`` stores a value in, other than setting one
+    back to what a local saved of it (``prev = X`` ... ``X = prev``)."""
+    saved = {
+        (s.targets[0].id, s.value.id)
+        for s in ast.walk(function)
+        if isinstance(s, ast.Assign)
+        and len(s.targets) == 1
+        and isinstance(s.targets[0], ast.Name)
+        and isinstance(s.value, ast.Name)
+    }
+    stored: set[str] = set()
+    for s in ast.walk(function):
+        if not isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            continue
+        targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in names:
+                value = s.value
+                if isinstance(value, ast.Name) and (value.id, target.id) in saved:
+                    continue  # set back
+                stored.add(target.id)
+    return stored
 
 
 def _root_key(path: str) -> str:
