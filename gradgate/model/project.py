@@ -642,18 +642,27 @@ class Project:
         found = known.get(qualname)
         if found is not None:
             return found
-        known[qualname] = EMPTY  # a recursive call sees no effects
         info = module.index.functions.get(qualname)
+        # a getter of a global its module stores grad mode in returns grad mode (asked only
+        # of a function spelling one of the module's set globals; before this summary is
+        # begun, so that the module's setters are summarised whole for it)
+        reads_globals = (
+            info is not None
+            and self._declares_globals(module)
+            and any(module.spells(info, n) for n in module.index.set_globals())
+        )
+        globals_ = self.grad_globals(module) if reads_globals else frozenset()
+        found = known.get(qualname)  # (made meanwhile, as a setter of them)
+        if found is not None:
+            return found
+        known[qualname] = EMPTY  # a recursive call sees no effects
         summary = EMPTY
         if info is not None:
             from .interpret import Context, grad_function, interpret
 
             context = Context(module.index, Manager(), project=self, module=module)
             context.summarising = True
-            # a getter of a global its module stores grad mode in returns grad mode (asked
-            # only of a function spelling one of the module's set globals)
-            if self._declares_globals(module) and any(module.spells(info, n) for n in module.index.set_globals()):
-                context.attributes = {g: Value(context.bdd.grad) for g in self.grad_globals(module)}
+            context.attributes = {g: Value(context.bdd.grad) for g in globals_}
             # the module's names bound to a source (`_grad_enabled = torch.is_grad_enabled`)
             for name, polarity in self.bound_sources(module).items():
                 context.bound_sources[(None, name)] = grad_function(polarity)
