@@ -1,0 +1,6 @@
+# adapted from pytorch/torchtitan torchtitan/models/moe.py
+from .base import GradModeAwareModule
+from .router import TokenChoiceTopKRouter
+from .experts import GroupedExperts, MoE
+
+__all__ = ["GradModeAwareModule", "TokenChoiceTopKRouter", "GroupedExperts", "MoE"]
