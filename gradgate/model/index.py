@@ -263,6 +263,14 @@ class ModuleIndex:
         self.package = package
         # imports in the module's blocks too (`try: from torch._C import is_grad_enabled as g`)
         self.aliases = import_aliases(own_statements(tree.body), package)
+        #: names a relative import the module's package cannot resolve binds, and what it
+        #: imports (`from .. import functional as F`: `F` -> `functional`)
+        self.unresolved_relative = {
+            alias.asname or alias.name: alias.name
+            for statement in tree.body
+            if isinstance(statement, ast.ImportFrom) and statement.level and _absolute(statement, package) is None
+            for alias in statement.names
+        }
         self._aliases: dict[str, dict[str, str]] = {}
         self.functions: dict[str, FunctionInfo] = {}
         #: last name -> does a function so named communicate (:meth:`comm_ops_named`)

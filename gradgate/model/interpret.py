@@ -1724,6 +1724,17 @@ class Interpreter:
         found = self.c.project.resolve(qualified)
         return qualified if found is not None and found[1] == "function" else None
 
+    def _mode_position(self, func: ast.expr) -> int | None:
+        """Where a torch kernel's training mode is among its arguments
+        (:data:`_MODE_POSITIONS`), also where an unresolved relative import binds torch's
+        ``functional`` module (``from .. import functional as F``, as in ``torch.nn``)."""
+        spelled = dotted(func) or ""
+        found = _MODE_POSITIONS.get(qualify(spelled, self.aliases))
+        head, _, rest = spelled.partition(".")
+        if found is None and rest and self.index.unresolved_relative.get(head) == "functional":
+            found = _MODE_POSITIONS.get(f"torch.nn.functional.{rest}")
+        return found
+
     def _gated_slot(self, node: ast.AST, held: object, attr: str) -> Value:
         """``cfg.overlap_ag`` where another module fills ``overlap_ag`` with a value grad
         mode gates (:attr:`GradSources.gated`): grad mode and what else it holds (the
@@ -2708,7 +2719,7 @@ class Interpreter:
                 # there (`use_fast_accum=not backward_expected`) switches the kernel either way
                 kind = "kernel-switch" if _spelled_condition(keyword_nodes.get(keyword)) else "kernel-option"
                 self._record(kind, keyword, value, node, key=("kernel-option", keyword, id(node)))
-        known = _MODE_POSITIONS.get(qualify(dotted(func) or "", self.aliases))
+        known = self._mode_position(func)
         if (
             known is not None
             and len(args) > known
