@@ -1,0 +1,2 @@
+# adapted from pytorch/torchtune torchtune/modules/peft/lora.py
+from .lora import LoRALinear
