@@ -100,7 +100,17 @@ class ModuleAnalysis:
             self._run()
             self._add_call_decisions()
         #: names of the module's functions that return grad mode
-        returning = {q for q, v in self.context.returns.items() if "<locals>" not in q and not v.origins}
+        # (and those returning a tuple or record holding grad mode itself in a part, which a
+        # caller unpacks or reads a field of: `ForwardContext(grad=torch.is_grad_enabled())`)
+        returning = {
+            q
+            for q, v in self.context.returns.items()
+            if "<locals>" not in q
+            and (
+                not v.origins
+                or any(self.bdd.is_pure_grad(p.bdd) for p in (*(v.items or ()), *(f for _, f in v.fields or ())))
+            )
+        }
         for qualname, info in self.index.functions.items():
             # a query named like a backward function (`will_backward()`) is not analysed
             # as a forward, but what it returns may gate one elsewhere
