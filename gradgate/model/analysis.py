@@ -120,6 +120,17 @@ class ModuleAnalysis:
                     returning.add(qualname)
         # and the module's names bound to a source (`grad_mode = torch.is_grad_enabled`)
         returning |= {name for klass, name in self.context.bound_sources if klass is None}
+        # and its classes storing grad mode itself on the object (`self.grad = grad` in
+        # `__init__`), with the functions returning one: a caller reads the attribute
+        carrying = {k for (k, _a), v in self.context.class_attributes.items() if self.bdd.is_pure_grad(v.bdd)}
+        if carrying:
+            makes = {self.context.hints.local(k) for k in carrying}
+            returning |= carrying
+            returning |= {
+                q
+                for q, info in self.index.functions.items()
+                if "<locals>" not in q and self.context.hints.returned(info) in makes
+            }
         self.exports = tuple(sorted({q.rsplit(".", 1)[-1] for q in returning}))
         self.project.note_returns(self.exports)
         self.dependencies = frozenset(os.path.abspath(p) for p in touched - {self.module.path})

@@ -1678,6 +1678,11 @@ class Interpreter:
             qualified = f"{base.function.qualname}.{attr}"  # `module.function`, `Class.method`
             return replace(self._opaque(key, base.origins), function=FunctionRef(qualified, external=True))
         if base.made_by is not None:  # a method of a value whose class the project may know
+            polarity = self.c.project.initialised_grad(base.made_by, attr) if self.c.project is not None else None
+            if polarity is not None and not self._backward_context():
+                # `policy.grad` of a `RoutingPolicy` whose `__init__` stores grad mode there
+                said = f"`.{attr}` is set to grad mode by `{base.made_by.rsplit('.', 1)[-1]}`'s `__init__`"
+                return self._read(self._grad(polarity, node, Step(node.lineno, node.col_offset, said)), node)
             ref = FunctionRef(attr, external=True, receiver=base.made_by)
             return replace(self._opaque(key, base.origins), function=ref)
         if on_self and self.c.project is not None:

@@ -540,6 +540,32 @@ class Project:
         self._returned[key] = found
         return found
 
+    def initialised_grad(self, made_by: str, attr: str) -> int | None:
+        """The polarity of grad mode itself where the class a value of ``made_by`` is of
+        (in another module) stores it in ``self.attr`` in its ``__init__``, no method of
+        the class storing anything else there; else None."""
+        found = self.instance_class(made_by)
+        if found is None:
+            return None
+        module, klass = found
+        info = module.index.classes.get(klass)
+        init = info.methods.get("__init__") if info is not None else None
+        if info is None or init is None or init not in module.index.functions:
+            return None
+        if not module.mentions_grad(module.index.functions[init]):
+            return None
+        polarity = dict(self.summary(module, init).init_grad).get(attr)
+        if polarity is None:
+            return None
+        for name, method in info.methods.items():  # another store of it: not grad mode alone
+            if (
+                name != "__init__"
+                and method in module.index.functions
+                and module.spells(module.index.functions[method], f"self.{attr} =")
+            ):
+                return None
+        return polarity
+
     def _declares_globals(self, module: ModuleFile) -> bool:
         """Does a line of ``module`` declare a global (``global X``)? Read off its lines
         once, before its functions are walked for them."""

@@ -73,6 +73,9 @@ class FunctionSummary:
     #: their polarity
     returns_parts: tuple[tuple[int | str, int], ...] = ()
     returns_length: int | None = None
+    #: the attributes of ``self`` the function (an ``__init__``) stores grad mode itself in
+    #: and nothing else, with its polarity (``self.grad = torch.is_grad_enabled()``)
+    init_grad: tuple[tuple[str, int], ...] = ()
 
 
 EMPTY = FunctionSummary((), frozenset())
@@ -192,10 +195,18 @@ def summarise(
                 returned_parts.append((key, 1 if bdd.polarity(piece.bdd) else -1))
         length = len(record.items) if record.items is not None else None
     stored: dict[str, bool] = {}
+    init_grad: dict[str, int] = {}
+    other_attrs: set[str] = set()
     for attr, value, _node in result.state_stores:
+        pure = bdd.is_pure_grad(value.bdd) and value.items is None and value.fields is None
         if attr.startswith(GLOBAL):
-            pure = bdd.is_pure_grad(value.bdd) and value.items is None and value.fields is None
             stored[attr] = stored.get(attr, True) and pure
+        elif function.endswith("__init__") and pure:
+            init_grad[attr] = 1 if bdd.polarity(value.bdd) else -1
+        else:
+            other_attrs.add(attr)
+    for attr in other_attrs:
+        init_grad.pop(attr, None)
     return FunctionSummary(
         positional,
         keyword_only,
@@ -207,6 +218,7 @@ def summarise(
         frozenset(a for a, grad in stored.items() if not grad),
         tuple(returned_parts),
         length,
+        tuple(sorted(init_grad.items())),
     )
 
 
