@@ -1740,6 +1740,16 @@ class Interpreter:
             found = _MODE_POSITIONS.get(f"torch.nn.functional.{rest}")
         return found
 
+    def _carried_read(self, node: ast.AST, step: Step, slot: str) -> int:
+        """A read of grad mode at ``node`` that another module fills (the slot ``slot``):
+        an origin no fix acts on (what to change is where it is filled); its variable."""
+        read = self.bdd.read(("read", id(node)))
+        if self.statement is not None:
+            self.result.origins[node] = (self.statement, 1, (step,))
+        self.result.read_vars[node] = self.bdd.var(read)
+        self.result.carried[node] = slot
+        return read
+
     def _gated_slot(self, node: ast.AST, held: object, attr: str) -> Value:
         """``cfg.overlap_ag`` where another module fills ``overlap_ag`` with a value grad
         mode gates (:attr:`GradSources.gated`): grad mode and what else it holds (the
@@ -1747,16 +1757,12 @@ class Interpreter:
         deciding predicate) that no fix acts on: what to change is where it is filled.
         A local holding it is such a read again where it is read (``flag = cfg.overlap_ag``
         then ``if flag:``: the predicate is the read)."""
-        read = self.bdd.read(("read", id(node)))
         step = Step(
             getattr(node, "lineno", 0),
             getattr(node, "col_offset", 0),
             f"`{attr}` is filled with a value grad mode gates, in another module",
         )
-        if self.statement is not None:
-            self.result.origins[node] = (self.statement, 1, (step,))
-        self.result.read_vars[node] = self.bdd.var(read)
-        self.result.carried[node] = attr
+        read = self._carried_read(node, step, attr)
         gated = self.bdd.conj(read, self.bdd.atom(held))
         self._gated.add(gated)
         return Value(gated, frozenset({node}), ident=("gated", held, attr), trail=(step,))
@@ -1765,13 +1771,9 @@ class Interpreter:
         """The tuple or mapping another module's function returns with grad mode itself in
         some parts (``grad, inference = grad_flags()``): each such part a read of grad
         mode at the call, which no fix acts on (what to change is in that function)."""
-        read = self.bdd.read(("read", id(node)))
         said = f"`{source.qualname}()` of `{source.module.name}` returns grad mode in what it returns"
         step = Step(node.lineno, node.col_offset, said)
-        if self.statement is not None:
-            self.result.origins[node] = (self.statement, 1, (step,))
-        self.result.read_vars[node] = self.bdd.var(read)
-        self.result.carried[node] = f"{source.qualname}()"
+        read = self._carried_read(node, step, f"{source.qualname}()")
         polarity = dict(summary.returns_parts)
 
         def part(key: int | str) -> Value:

@@ -134,6 +134,9 @@ class Project:
         self._grad_globals: dict[str, frozenset[str]] = {}
         self._bound_sources: dict[str, dict[str, int]] = {}
         self._declaring: dict[str, bool] = {}
+        self._initialised: dict[tuple[str, str], int | None] = {}
+        #: the module each remembered :meth:`initialised_grad` answer was read from
+        self._initialised_of: dict[str, set[tuple[str, str]]] = {}
         #: the callees :meth:`returned_grad` read (what :meth:`returned_parts` asks again)
         self._returned_callee: dict[tuple[str, str | None], Callee] = {}
         #: files whose bytes say no function of theirs returns grad mode
@@ -219,6 +222,12 @@ class Project:
                 self._effects.pop(key, None)
         for asked in self._returned_of.pop(module.name, ()):
             self._returned.pop(asked, None)
+            self._returned_callee.pop(asked, None)
+        # what was read off the module itself, and the attributes its classes initialise
+        for per_module in (self._grad_globals, self._bound_sources, self._declaring):
+            per_module.pop(module.name, None)
+        for asked in self._initialised_of.pop(module.name, ()):
+            self._initialised.pop(asked, None)
 
     def _keep(self, path: str, size: int) -> None:
         """Count a parsed module in, and drop the least recently used others while the
@@ -543,11 +552,19 @@ class Project:
     def initialised_grad(self, made_by: str, attr: str) -> int | None:
         """The polarity of grad mode itself where the class a value of ``made_by`` is of
         (in another module) stores it in ``self.attr`` in its ``__init__``, no method of
-        the class storing anything else there; else None."""
+        the class storing anything else there; else None (asked at every attribute read
+        of such a value: remembered)."""
+        key = (made_by, attr)
+        if key in self._initialised:
+            return self._initialised[key]
         found = self.instance_class(made_by)
-        if found is None:
-            return None
-        module, klass = found
+        polarity = self._initialised_grad(found[0], found[1], attr) if found is not None else None
+        if found is not None:  # (where no class is found, nothing is remembered)
+            self._initialised[key] = polarity
+            self._initialised_of.setdefault(found[0].name, set()).add(key)
+        return polarity
+
+    def _initialised_grad(self, module: ModuleFile, klass: str, attr: str) -> int | None:
         info = module.index.classes.get(klass)
         init = info.methods.get("__init__") if info is not None else None
         if info is None or init is None or init not in module.index.functions:
